@@ -1,0 +1,29 @@
+# networkedfl: reproduce every figure and table of the papers in ../shared/papers.
+#
+#   snakemake --cores all                     every registered target
+#   snakemake --cores 4 gtv_fig09_sbm_sampling one target by its id
+#   snakemake --cores 2 --configfile config/test.yaml   the small test profile
+#
+# This file only includes the stages; see workflow/rules/.
+
+import os
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/experiments.smk"
+include: "workflow/rules/reports.smk"
+include: "workflow/rules/targets.smk"
+
+
+rule all:
+    default_target: True
+    localrule: True
+    input:
+        all_outputs(),

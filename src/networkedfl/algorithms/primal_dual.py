@@ -1,0 +1,250 @@
+"""GTV minimisation by the primal-dual method (GTV paper, Algorithm 1).
+
+Solves (GTV eq. (16))::
+
+    min_w  sum_i L_i(w_i) + lambda * sum_{e={i,j}} A_e * phi(w_i - w_j)
+
+jointly with its dual (eq. (19)/(24)) by the Chambolle-Pock iteration [27, Alg. 6]
+with the diagonal preconditioners ``T = diag(tau_i)``, ``Sigma = diag(sigma_e)``::
+
+    w_hat = w - T D^T u                                  (steps 2-3)
+    w_new = prox_{T L}(w_hat)                            (step 4, eq. (32))
+    u     = prox_{Sigma g*}(u + Sigma D (2 w_new - w))    (steps 5-8, eq. (33))
+
+The primal step is pluggable (any :class:`~networkedfl.losses.LocalLoss`), the dual step
+is one of :data:`~networkedfl.penalties.PENALTIES`.  Every iteration is a handful of
+sparse and batched dense operations over all nodes and edges: there is no Python loop
+over nodes or edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..graphs import EmpiricalGraph, GraphError
+from ..losses import LocalLoss
+from ..penalties import Penalty, get_penalty
+
+__all__ = [
+    "HistoryRecorder",
+    "IterationState",
+    "PrimalDualResult",
+    "default_step_sizes",
+    "gtv_objective",
+    "gtv_primal_dual",
+    "primal_dual_gap",
+]
+
+#: Dual step size of the authors' code; with tau_i = 1/deg_i it gives
+#: ||Sigma^{1/2} D T^{1/2}||^2 <= 2 * 0.45 < 1, the convergence condition of [27].
+DEFAULT_SIGMA = 0.45
+
+
+@dataclass(frozen=True)
+class IterationState:
+    """What the history hook sees after each iteration (arrays must not be modified)."""
+
+    iteration: int
+    weights: np.ndarray
+    duals: np.ndarray
+
+
+@dataclass(frozen=True)
+class PrimalDualResult:
+    """Output of :func:`gtv_primal_dual`.
+
+    Attributes
+    ----------
+    weights
+        Local model parameters ``w_i``, shape ``(n, d)``.
+    duals
+        Edge flows ``u_e``, shape ``(E, d)``.
+    n_iter
+        Iterations carried out.
+    gap
+        Last primal-dual gap (eq. (34)) if it was evaluated, else ``nan``.
+    converged
+        Whether the gap stopping rule was met.
+    """
+
+    weights: np.ndarray
+    duals: np.ndarray
+    n_iter: int
+    gap: float = float("nan")
+    converged: bool = False
+
+
+@dataclass
+class HistoryRecorder:
+    """A ready history hook: evaluates named metrics every ``every`` iterations.
+
+    Examples
+    --------
+    >>> rec = HistoryRecorder({"mse": lambda s: float(np.mean((s.weights - w_true) ** 2))})
+    >>> gtv_primal_dual(graph, loss, callback=rec)            # doctest: +SKIP
+    >>> rec.records[-1]                                      # doctest: +SKIP
+    {'iteration': 1000, 'mse': 0.0012}
+    """
+
+    metrics: Mapping[str, Callable[[IterationState], float]]
+    every: int = 1
+    records: list[dict[str, float]] = field(default_factory=list)
+
+    def __call__(self, state: IterationState) -> None:
+        if state.iteration % self.every == 0:
+            row = {"iteration": state.iteration}
+            row.update({name: fn(state) for name, fn in self.metrics.items()})
+            self.records.append(row)
+
+
+def default_step_sizes(graph: EmpiricalGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Step sizes of the authors' code: ``tau_i = 1/deg_i`` and ``sigma_e = 0.45``.
+
+    Raises
+    ------
+    GraphError
+        If a node has no edges (``1/deg_i`` is undefined); pass ``tau`` explicitly then.
+    """
+    isolated = graph.isolated_nodes
+    if isolated.size:
+        shown = ", ".join(map(str, isolated[:10])) + (" ..." if isolated.size > 10 else "")
+        raise GraphError(
+            f"{isolated.size} isolated node(s) ({shown}): the step size tau_i = 1/deg_i is "
+            "undefined; connect them or pass tau explicitly"
+        )
+    return 1.0 / graph.degrees, np.full(graph.n_edges, DEFAULT_SIGMA)
+
+
+def _edge_radius(graph: EmpiricalGraph, lam: float | np.ndarray) -> np.ndarray:
+    lam = np.asarray(lam, float)
+    if lam.ndim not in (0, 1) or (lam.ndim == 1 and lam.shape[0] != graph.n_edges):
+        raise ValueError(f"lam must be a scalar or have one entry per edge ({graph.n_edges})")
+    if not np.all(np.isfinite(lam)) or np.any(lam < 0):
+        raise ValueError("lam must be finite and non-negative")
+    return lam * graph.weights
+
+
+def gtv_objective(
+    graph: EmpiricalGraph,
+    loss: LocalLoss,
+    penalty: str | Penalty,
+    lam: float | np.ndarray,
+    weights: np.ndarray,
+) -> float:
+    """Value of the GTV objective (16) at ``weights``."""
+    penalty = get_penalty(penalty)
+    radius = _edge_radius(graph, lam)
+    return float(loss.value(weights).sum() + penalty.value(graph.incidence @ weights, radius).sum())
+
+
+def primal_dual_gap(
+    graph: EmpiricalGraph,
+    loss: LocalLoss,
+    penalty: str | Penalty,
+    lam: float | np.ndarray,
+    weights: np.ndarray,
+    duals: np.ndarray,
+) -> float:
+    """Primal-dual gap (GTV eq. (34)): objective (16) at ``weights`` minus dual (24) at ``duals``.
+
+    It is non-negative and bounds the sub-optimality of ``weights``.  It is ``inf`` while
+    ``duals`` is infeasible, e.g. while ``(D^T u)_i != 0`` at a node with the trivial loss.
+    """
+    penalty = get_penalty(penalty)
+    radius = _edge_radius(graph, lam)
+    primal = loss.value(weights).sum() + penalty.value(graph.incidence @ weights, radius).sum()
+    dual = -loss.conjugate(-(graph.incidence.T @ duals)).sum() - penalty.conjugate(duals, radius).sum()
+    return float(primal - dual)
+
+
+def gtv_primal_dual(
+    graph: EmpiricalGraph,
+    loss: LocalLoss,
+    penalty: str | Penalty = "nlasso",
+    lam: float | np.ndarray = 1.0,
+    n_iter: int = 1000,
+    *,
+    dim: int | None = None,
+    tau: np.ndarray | None = None,
+    sigma: np.ndarray | float | None = None,
+    w0: np.ndarray | None = None,
+    u0: np.ndarray | None = None,
+    gap_tol: float | None = None,
+    gap_every: int = 10,
+    callback: Callable[[IterationState], bool | None] | None = None,
+    progress: bool = False,
+) -> PrimalDualResult:
+    """GTV minimisation by the primal-dual method (GTV Algorithm 1).
+
+    Parameters
+    ----------
+    graph
+        Empirical graph; its weights are the ``A_e`` of eq. (14).
+    loss
+        Local losses with a batched proximal operator (eq. (32)); nodes outside the
+        sampling set carry the trivial loss and keep ``w_i = w_hat_i``.
+    penalty
+        GTV penalty: ``"l1"``, ``"nlasso"`` (``||.||_2``) or ``"mocha"`` (``||.||_2^2``).
+    lam
+        GTV parameter ``lambda`` of eq. (16); a scalar, or one value per edge (so that
+        independent problems with different ``lambda`` can be solved as one union graph).
+    n_iter
+        Maximum number of iterations ``K``.
+    dim
+        Parameter dimension ``d``; taken from ``w0`` or ``loss.dim`` when omitted.
+    tau, sigma
+        Primal (per node) and dual (per edge) step sizes; default ``1/deg_i`` and 0.45.
+    w0, u0
+        Initial primal and dual variables; default zeros, as in the authors' code.
+    gap_tol
+        Optional stopping rule: stop once the primal-dual gap (34), evaluated every
+        ``gap_every`` iterations, is at most ``gap_tol``.
+    callback
+        History hook called with an :class:`IterationState` after every iteration; a
+        return value of ``True`` stops the iteration.
+    progress
+        Show a tqdm progress bar.
+    """
+    penalty = get_penalty(penalty)
+    default_tau, default_sigma = default_step_sizes(graph) if tau is None else (None, None)
+    tau = default_tau if tau is None else np.broadcast_to(np.asarray(tau, float), (graph.n_nodes,))
+    if sigma is None:
+        sigma = default_sigma if default_sigma is not None else np.full(graph.n_edges, DEFAULT_SIGMA)
+    sigma = np.broadcast_to(np.asarray(sigma, float), (graph.n_edges,))
+    radius = _edge_radius(graph, lam)
+
+    if w0 is not None:
+        w = np.array(w0, dtype=float, copy=True)
+    else:
+        d = dim if dim is not None else getattr(loss, "dim", None)
+        if d is None:
+            raise ValueError("pass dim= or w0= (the loss does not expose its dimension)")
+        w = np.zeros((graph.n_nodes, int(d)))
+    if w.shape[0] != graph.n_nodes:
+        raise ValueError(f"w0 has {w.shape[0]} rows for {graph.n_nodes} nodes")
+    u = np.zeros((graph.n_edges, w.shape[1])) if u0 is None else np.array(u0, float, copy=True)
+
+    incidence = graph.incidence
+    incidence_t = incidence.T.tocsr()
+    prox = loss.prox_operator(tau)
+    tau_col, sigma_col = tau[:, None], sigma[:, None]
+
+    gap = float("nan")
+    converged = False
+    k = 0
+    for k in tqdm(range(1, n_iter + 1), disable=not progress, desc="primal-dual", leave=False):
+        w_new = prox(w - tau_col * (incidence_t @ u))
+        u = penalty.dual_prox(u + sigma_col * (incidence @ (2.0 * w_new - w)), sigma, radius)
+        w = w_new
+        if callback is not None and callback(IterationState(k, w, u)):
+            break
+        if gap_tol is not None and k % gap_every == 0:
+            gap = primal_dual_gap(graph, loss, penalty, lam, w, u)
+            if gap <= gap_tol:
+                converged = True
+                break
+    return PrimalDualResult(weights=w, duals=u, n_iter=k, gap=gap, converged=converged)

@@ -1,0 +1,187 @@
+"""Synthetic linear-regression experiments of the GTV paper (Secs. VI-B, IX-B).
+
+One run function serves the chain figures (3, 4), the SBM figures (9, 10), the
+covariance table (IX-B1) and the unbalanced clusters (IX-B2): they differ only in the
+graph, the swept parameters and the methods, all of which are configuration.
+
+Every grid point of one repetition is an independent problem instance (graph, data,
+sampling set) drawn from a generator keyed by the grid point and the seed.  All
+instances of a job are solved together as one disjoint-union graph, so a job costs one
+vectorised primal-dual run per penalty.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..algorithms.fedavg_proximal import fedavg_proximal
+from ..algorithms.pooled import pooled_linear_regression, pooled_tree
+from ..algorithms.primal_dual import default_step_sizes, gtv_primal_dual
+from ..data import (
+    NodeData,
+    cluster_weights_per_node,
+    linear_model_data,
+    perturb_weights,
+    sampling_mask,
+)
+from ..graphs import EmpiricalGraph, chain_of_clusters, disjoint_union, stochastic_block_model
+from ..losses import SquaredErrorLoss
+from ..metrics import label_mse, linear_predictions, parameter_mse
+from .registry import rng_for
+
+__all__ = ["GRAPH_BUILDERS", "Instance", "build_instance", "grid_points", "run_gtv_linear"]
+
+Params = Mapping[str, Any]
+
+BASELINES_SETTING = "baselines"
+
+
+def _cluster_sizes(p: Params) -> list[int]:
+    sizes = list(p["cluster_sizes"])
+    if "size_c2" in p:  # GTV Sec. IX-B2 sweeps the size of the second cluster
+        sizes[1] = int(p["size_c2"])
+    return sizes
+
+
+GRAPH_BUILDERS: dict[str, Callable[[Params, np.random.Generator], EmpiricalGraph]] = {
+    "chain": lambda p, rng: chain_of_clusters(_cluster_sizes(p), p["eps"]),
+    "sbm": lambda p, rng: stochastic_block_model(_cluster_sizes(p), p["p_in"], p["p_out"], rng),
+}
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One problem of a sweep: graph, local datasets, true weights and sampling set."""
+
+    point: dict[str, Any]
+    graph: EmpiricalGraph
+    data: NodeData
+    true_weights: np.ndarray
+    mask: np.ndarray
+
+
+def grid_points(params: Params) -> list[dict[str, Any]]:
+    """All combinations of the values in ``params["grid"]`` (in config order)."""
+    grid = params["grid"]
+    keys = list(grid)
+    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*grid.values())]
+
+
+def build_instance(
+    params: Params, point: Mapping[str, Any], rng: np.random.Generator
+) -> Instance:
+    """Draw the graph, true weights, local datasets and sampling set of one grid point."""
+    p = {**params, **point}
+    graph = GRAPH_BUILDERS[p["graph"]](p, rng)
+    weights = cluster_weights_per_node(graph.clusters, np.asarray(p["cluster_weights"], float))
+    if p.get("perturbation", 0.0):
+        weights = perturb_weights(weights, float(p["perturbation"]), rng)
+    cov = p.get("feature_cov")
+    feature_cov = None if cov is None else np.asarray(cov, float)[graph.clusters]
+    data = linear_model_data(weights, int(p["m"]), float(p["sigma"]), rng, feature_cov=feature_cov)
+    mask = sampling_mask(graph.n_nodes, float(p["M"]), rng)
+    return Instance(dict(point), graph, data, weights, mask)
+
+
+def _metrics(inst: Instance, predictions: np.ndarray, weights: np.ndarray | None) -> dict[str, float]:
+    out = {
+        "label_mse": label_mse(predictions, inst.data.labels),
+        "label_mse_sampled": label_mse(predictions, inst.data.labels, inst.mask),
+        "label_mse_unsampled": (
+            label_mse(predictions, inst.data.labels, ~inst.mask) if (~inst.mask).any() else np.nan
+        ),
+    }
+    if weights is not None:
+        out["parameter_mse"] = parameter_mse(weights, inst.true_weights)
+    return out
+
+
+def _records(
+    inst: Instance, seed: int, method: str, penalty: str, lam: float, metrics: dict[str, float]
+) -> list[dict[str, Any]]:
+    base = {**inst.point, "method": method, "penalty": penalty, "lam": lam, "seed": seed}
+    return [{**base, "metric": k, "value": v} for k, v in metrics.items()]
+
+
+def _solve_primal_dual(
+    instances: list[Instance], penalty: str, lam: float, n_iter: int
+) -> list[np.ndarray]:
+    union, offsets = disjoint_union([inst.graph for inst in instances])
+    data = NodeData(
+        np.concatenate([inst.data.features for inst in instances]),
+        np.concatenate([inst.data.labels for inst in instances]),
+    )
+    mask = np.concatenate([inst.mask for inst in instances])
+    result = gtv_primal_dual(union, SquaredErrorLoss(data, mask), penalty, lam, n_iter)
+    return [result.weights[offsets[k] : offsets[k + 1]] for k in range(len(instances))]
+
+
+def _baseline_records(inst: Instance, params: Params, seed: int, rng: np.random.Generator):
+    methods = [m for m in params.get("methods", []) if m != "primal_dual"]
+    records: list[dict[str, Any]] = []
+    for method in methods:
+        if method in ("fedavg", "fedavg_clusters"):
+            tau, _ = default_step_sizes(inst.graph)
+            groups = inst.graph.clusters if method == "fedavg_clusters" else None
+            loss = SquaredErrorLoss(inst.data, inst.mask)
+            w = fedavg_proximal(loss, inst.mask, tau, int(params["n_iter"]), groups=groups)
+            metrics = _metrics(inst, linear_predictions(inst.data, w), w)
+        elif method == "pooled_linear":
+            fit = pooled_linear_regression(inst.data, inst.mask)
+            metrics = _metrics(inst, fit.predictions, fit.weights)
+        elif method == "pooled_tree":
+            fit = pooled_tree(inst.data, inst.mask, rng, max_depth=int(params.get("tree_depth", 2)))
+            metrics = _metrics(inst, fit.predictions, None)
+        else:
+            raise ValueError(f"unknown baseline method {method!r}")
+        records += _records(inst, seed, method, "none", np.nan, metrics)
+    return records
+
+
+def linear_settings(params: Params) -> list[str]:
+    """One job per GTV penalty, plus one for the baselines if the config lists any."""
+    settings = [f"penalty-{name}" for name in params["lam"]]
+    if any(m != "primal_dual" for m in params.get("methods", [])):
+        settings.append(BASELINES_SETTING)
+    return settings
+
+
+def run_gtv_linear(
+    params: Params, setting: str, seed: int, base_seed: int, *, experiment_id: str
+) -> pd.DataFrame:
+    """Run one job (one penalty, or the baselines) of a linear GTV sweep for one seed."""
+    points = grid_points(params)
+    rngs = [rng_for(base_seed, experiment_id, seed, point) for point in points]
+    instances = [build_instance(params, point, rng) for point, rng in zip(points, rngs, strict=True)]
+    records: list[dict[str, Any]] = []
+    if setting == BASELINES_SETTING:
+        for inst, rng in zip(instances, rngs, strict=True):
+            records += _baseline_records(inst, params, seed, rng)
+    else:
+        penalty = setting.removeprefix("penalty-")
+        lam = float(params["lam"][penalty])
+        solutions = _solve_primal_dual(instances, penalty, lam, int(params["n_iter"]))
+        for inst, w in zip(instances, solutions, strict=True):
+            metrics = _metrics(inst, linear_predictions(inst.data, w), w)
+            records += _records(inst, seed, "primal_dual", penalty, lam, metrics)
+    table = pd.DataFrame.from_records(records)
+    if "feature_cov" in params and setting == BASELINES_SETTING:
+        table = pd.concat([table, _covariance_records(params, seed)], ignore_index=True)
+    return table
+
+
+def _covariance_records(params: Params, seed: int) -> pd.DataFrame:
+    """The cluster feature covariances actually used, as tidy rows (GTV Sec. IX-B1)."""
+    cov = np.asarray(params["feature_cov"], float)
+    rows = [
+        {"method": "data", "penalty": "none", "seed": seed, "metric": f"feature_cov_c{c + 1}_{i}{j}",
+         "value": cov[c, i, j]}
+        for c in range(cov.shape[0]) for i in range(cov.shape[1]) for j in range(cov.shape[2])
+    ]
+    return pd.DataFrame.from_records(rows)

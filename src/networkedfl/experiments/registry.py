@@ -1,0 +1,93 @@
+"""Registry of experiments: each figure or table of the papers is one entry.
+
+An :class:`Experiment` bundles what the pipeline needs to build one target:
+
+* ``settings(params)``: the names of the independent jobs of one repetition (e.g. one per
+  GTV penalty); each job is run once per seed;
+* ``run(params, setting, seed, base_seed)``: a pure function returning the job's tidy
+  records (a :class:`pandas.DataFrame` in long format with ``metric`` and ``value``);
+* ``claims(table, params)``: the paper's claims evaluated on the collected table.
+
+Experiments are configuration: targets that differ only in parameters share one ``run``.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "register", "rng_for"]
+
+Params = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper, evaluated on a target's table."""
+
+    claim: str
+    passed: bool
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "passed": bool(self.passed), "detail": self.detail}
+
+
+def _single_setting(params: Params) -> list[str]:
+    return ["all"]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A figure, diagram or table target."""
+
+    id: str
+    kind: Literal["figure", "diagram", "table"]
+    source: str
+    title: str
+    run: Callable[[Params, str, int, int], pd.DataFrame]
+    claims: Callable[[pd.DataFrame, Params], list[Claim]]
+    settings: Callable[[Params], list[str]] = _single_setting
+
+    @property
+    def has_figure(self) -> bool:
+        return self.kind in ("figure", "diagram")
+
+
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register(experiment: Experiment) -> Experiment:
+    if experiment.id in EXPERIMENTS:
+        raise ValueError(f"experiment {experiment.id!r} is registered twice")
+    EXPERIMENTS[experiment.id] = experiment
+    return experiment
+
+
+def get_experiment(experiment_id: str) -> Experiment:
+    try:
+        return EXPERIMENTS[experiment_id]
+    except KeyError:
+        raise KeyError(
+            f"unknown target id {experiment_id!r}; registered targets: {', '.join(sorted(EXPERIMENTS))}"
+        ) from None
+
+
+def _crc(value: Any) -> int:
+    return zlib.crc32(json.dumps(value, sort_keys=True, default=str).encode())
+
+
+def rng_for(base_seed: int, experiment_id: str, seed: int, *keys: Any) -> np.random.Generator:
+    """Independent generator for (config seed, experiment, repetition seed, instance keys).
+
+    The stream depends only on these values, never on how settings are batched into
+    jobs or on the order in which jobs run.
+    """
+    entropy = [int(base_seed), _crc(experiment_id), int(seed), _crc(list(keys))]
+    return np.random.default_rng(np.random.SeedSequence(entropy))

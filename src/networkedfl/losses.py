@@ -1,0 +1,123 @@
+"""Local loss functions and their proximal operators (the primal update of Algorithm 1).
+
+A local loss is anything that implements :class:`LocalLoss`: Algorithm 1 only calls
+``prox_operator(tau)`` once to obtain a function that maps the stacked ``w_hat`` of all
+nodes to ``argmin_v L_i(v) + ||v - w_hat_i||^2 / (2 tau_i)`` for every node at once
+(GTV eq. (32)).  ``value`` and ``conjugate`` are only needed for the primal-dual gap.
+
+:class:`SquaredErrorLoss` is the average squared error of a linear model (GTV eq. (38)),
+with the trivial loss ``L_i = 0`` at nodes outside the sampling set ``M``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .data import NodeData
+
+__all__ = ["LocalLoss", "SquaredErrorLoss"]
+
+ProxOperator = Callable[[np.ndarray], np.ndarray]
+
+
+@runtime_checkable
+class LocalLoss(Protocol):
+    """The local loss functions ``L_i`` of all nodes."""
+
+    def prox_operator(self, tau: np.ndarray) -> ProxOperator:
+        """Return ``w_hat -> [argmin_v L_i(v) + ||v - w_hat_i||^2/(2 tau_i)]_i``."""
+
+    def value(self, w: np.ndarray) -> np.ndarray:
+        """``L_i(w_i)`` per node."""
+
+    def conjugate(self, v: np.ndarray) -> np.ndarray:
+        """``L_i^*(v_i)`` per node (``inf`` outside the conjugate's domain)."""
+
+
+@dataclass(frozen=True, eq=False)
+class SquaredErrorLoss:
+    """Average squared error ``L_i(w) = (1/m) ||y_i - X_i w||^2`` at nodes in ``M``.
+
+    Parameters
+    ----------
+    data
+        Local datasets of all nodes.
+    mask
+        Boolean sampling set ``M``; nodes outside carry the trivial loss ``L_i = 0``.
+        ``None`` means all nodes.
+    conjugate_tol
+        Relative tolerance for deciding that a vector lies in the range of ``X_i^T X_i``
+        when evaluating the conjugate (used by the duality gap only).
+    """
+
+    data: NodeData
+    mask: np.ndarray | None = None
+    conjugate_tol: float = 1e-6
+
+    def __post_init__(self) -> None:
+        mask = np.ones(self.data.n_nodes, bool) if self.mask is None else np.asarray(self.mask, bool)
+        if mask.shape != (self.data.n_nodes,):
+            raise ValueError(f"mask must have shape ({self.data.n_nodes},), got {mask.shape}")
+        object.__setattr__(self, "mask", mask)
+
+    @property
+    def dim(self) -> int:
+        return self.data.dim
+
+    @property
+    def n_nodes(self) -> int:
+        return self.data.n_nodes
+
+    @cached_property
+    def _quadratic(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``L_i(w) = 1/2 w^T Q_i w - b_i^T w + c_i`` (zero at nodes outside ``M``)."""
+        x, y = self.data.features, self.data.labels
+        m = self.data.n_samples
+        scale = self.mask.astype(float) * (2.0 / m)
+        q = scale[:, None, None] * np.einsum("nmi,nmj->nij", x, x)
+        b = scale[:, None] * np.einsum("nmi,nm->ni", x, y)
+        c = 0.5 * scale * np.einsum("nm,nm->n", y, y)
+        return q, b, c
+
+    def prox_operator(self, tau: np.ndarray) -> ProxOperator:
+        """Closed form ``(tau_i Q_i + I)^{-1} (w_hat_i + tau_i b_i)`` for all nodes at once.
+
+        With ``Q_i = 2 X_i^T X_i / m`` this is the formula below GTV eq. (38).  The
+        inverses are computed once per ``tau``.
+        """
+        q, b, _ = self._quadratic
+        tau = np.asarray(tau, float)
+        d = q.shape[-1]
+        inv = np.linalg.inv(tau[:, None, None] * q + np.eye(d))
+        shift = np.matmul(inv, (tau[:, None] * b)[:, :, None])[:, :, 0]
+
+        def prox(w_hat: np.ndarray) -> np.ndarray:
+            return np.matmul(inv, w_hat[:, :, None])[:, :, 0] + shift
+
+        return prox
+
+    def value(self, w: np.ndarray) -> np.ndarray:
+        resid = self.data.labels - np.einsum("nmd,nd->nm", self.data.features, w)
+        return self.mask * np.mean(resid**2, axis=1)
+
+    @cached_property
+    def _eig(self) -> tuple[np.ndarray, np.ndarray]:
+        q, _, _ = self._quadratic
+        return np.linalg.eigh(q)
+
+    def conjugate(self, v: np.ndarray) -> np.ndarray:
+        """``L_i^*(v) = 1/2 (v + b)^T Q^+ (v + b) - c`` if ``v + b`` lies in ``range(Q)``, else ``inf``."""
+        _, b, c = self._quadratic
+        lam, vecs = self._eig
+        z = v + b
+        coef = np.einsum("nij,ni->nj", vecs, z)
+        big = lam > self.conjugate_tol * np.maximum(lam.max(axis=1, keepdims=True), 1.0)
+        finite_part = 0.5 * np.sum(np.where(big, coef**2 / np.where(big, lam, 1.0), 0.0), axis=1) - c
+        null_mass = np.sum(np.where(big, 0.0, coef**2), axis=1)
+        scale = 1.0 + np.einsum("ni,ni->n", z, z)
+        return np.where(null_mass <= self.conjugate_tol * scale, finite_part, np.inf)

@@ -1,0 +1,46 @@
+"""Atomic writers: an output file appears complete or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["atomic_write", "write_csv", "write_json"]
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
+    """Call ``write(tmp_path)`` then rename the temporary file onto ``path``.
+
+    The temporary file lives in the destination directory so the rename is atomic; on
+    any error it is removed and an existing ``path`` is left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_csv(table: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write a tidy table as CSV (no index; full float precision, so reruns are byte-identical)."""
+    atomic_write(path, lambda tmp: table.to_csv(tmp, index=False, float_format="%.17g"))
+
+
+def write_json(obj: Any, path: str | os.PathLike) -> None:
+    def dump(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, indent=2, sort_keys=False)
+            fh.write("\n")
+
+    atomic_write(path, dump)

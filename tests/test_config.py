@@ -1,0 +1,80 @@
+"""Configuration: the shipped configs validate, and bad keys or values are named in the error."""
+
+import copy
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from networkedfl.experiments import EXPERIMENTS
+from networkedfl.pipeline.config import ConfigError, deep_merge, load_config, validate_config
+
+
+def _default(repo):
+    return yaml.safe_load((repo / "config" / "config.yaml").read_text())
+
+
+def test_shipped_configs_validate(repo, schema_path):
+    validate_config(_default(repo), schema_path)
+    merged = load_config(repo / "config" / "config.yaml", repo / "config" / "test.yaml", schema_path=schema_path)
+    assert merged["experiments"]["gtv_fig09_sbm_sampling"]["n_iter"] < _default(repo)["experiments"][
+        "gtv_fig09_sbm_sampling"]["n_iter"]
+
+
+def test_every_registered_target_is_configured_and_in_the_schema(repo, schema_path):
+    config = _default(repo)
+    schema = yaml.safe_load(schema_path.read_text())
+    assert set(config["experiments"]) == set(EXPERIMENTS)
+    assert set(schema["properties"]["experiments"]["properties"]) == set(EXPERIMENTS)
+    assert set(schema["$defs"]["target_id"]["enum"]) == set(EXPERIMENTS)
+
+
+def test_deep_merge_overrides_nested_keys_only():
+    base = {"a": {"b": 1, "c": 2}, "d": [1, 2]}
+    merged = deep_merge(base, {"a": {"b": 5}, "d": [3]})
+    assert merged == {"a": {"b": 5, "c": 2}, "d": [3]}
+    assert base == {"a": {"b": 1, "c": 2}, "d": [1, 2]}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda c: c["experiments"]["gtv_fig03_chain_sampling"].update(n_iters=5), "n_iters"),
+        (lambda c: c["experiments"]["gtv_fig09_sbm_sampling"]["grid"].update(M=[1.5]),
+         "['gtv_fig09_sbm_sampling']['grid']['M'][0]"),
+        (lambda c: c["experiments"]["gtv_fig04_chain_noise"]["lam"].update(l2=0.1), "l2"),
+        (lambda c: c["experiments"]["gtv_fig13_star_lambda"].update(penalty="l7"),
+         "['gtv_fig13_star_lambda']['penalty']"),
+        (lambda c: c.update(seed="abc"), "config['seed']"),
+        (lambda c: c["experiments"].update(gtv_fig99_unknown={"repetitions": 1}), "gtv_fig99_unknown"),
+        (lambda c: c["experiments"]["gtv_fig10_sbm_noise"].pop("p_in"), "p_in"),
+    ],
+)
+def test_invalid_config_names_the_key(repo, schema_path, mutate, expected):
+    config = copy.deepcopy(_default(repo))
+    mutate(config)
+    with pytest.raises(ConfigError) as err:
+        validate_config(config, schema_path)
+    assert expected in str(err.value)
+
+
+def test_missing_config_file_is_named(tmp_path, schema_path):
+    with pytest.raises(ConfigError, match="nope.yaml"):
+        load_config(tmp_path / "nope.yaml", schema_path=schema_path)
+
+
+def test_snakemake_stops_before_any_job_on_a_bad_key(repo, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("experiments:\n  gtv_fig03_chain_sampling:\n    n_iters: 5\n")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory",
+         str(workdir), "--configfile", str(bad), "--cores", "1"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode != 0
+    assert "n_iters" in proc.stdout + proc.stderr
+    assert "gtv_fig03_chain_sampling" in proc.stdout + proc.stderr
+    assert not (workdir / "results").exists()

@@ -1,0 +1,86 @@
+# Plotting and reports: each target's notebook is executed by papermill on the target's
+# table and claims (no experiment reruns) and rendered to HTML.
+
+PAPERMILL = (
+    "papermill --no-progress-bar -f {input.params} {input.notebook} {output.notebook}.tmp.ipynb"
+    " > {log} 2>&1 && mv {output.notebook}.tmp.ipynb {output.notebook}"
+)
+
+
+rule notebook_parameters:
+    input:
+        table=PATHS.table(),
+        claims=PATHS.claims(),
+    output:
+        PATHS.notebook_params(),
+    log:
+        PATHS.log("notebook_params", "{target}"),
+    conda:
+        CONDA_ENV
+    params:
+        experiment=experiment_params,
+        figure_pdf=lambda wc: PATHS.figure(wc.target, "pdf"),
+        figure_png=lambda wc: PATHS.figure(wc.target, "png"),
+    localrule: True
+    script:
+        "../scripts/write_notebook_params.py"
+
+
+rule render_figure_notebook:
+    input:
+        notebook=notebook,
+        params=PATHS.notebook_params(),
+        table=PATHS.table(),
+        claims=PATHS.claims(),
+    output:
+        notebook=PATHS.executed_notebook(),
+        pdf=report(
+            PATHS.figure(ext="pdf"),
+            caption="../report/figure.rst",
+            category="{target}",
+        ),
+        png=report(
+            PATHS.figure(ext="png"),
+            caption="../report/figure.rst",
+            category="{target}",
+        ),
+    log:
+        PATHS.log("notebooks", "{target}"),
+    conda:
+        CONDA_ENV
+    wildcard_constraints:
+        target=_alternation(FIGURE_TARGETS),
+    shell:
+        PAPERMILL
+
+
+rule render_table_notebook:
+    input:
+        notebook=notebook,
+        params=PATHS.notebook_params(),
+        table=PATHS.table(),
+        claims=PATHS.claims(),
+    output:
+        notebook=PATHS.executed_notebook(),
+    log:
+        PATHS.log("notebooks", "{target}"),
+    conda:
+        CONDA_ENV
+    wildcard_constraints:
+        target=_alternation(TABLE_TARGETS),
+    shell:
+        PAPERMILL
+
+
+rule render_html:
+    input:
+        PATHS.executed_notebook(),
+    output:
+        report(PATHS.report(), caption="../report/notebook.rst", category="{target}"),
+    log:
+        PATHS.log("html", "{target}"),
+    conda:
+        CONDA_ENV
+    shell:
+        "jupyter nbconvert --to html --stdout {input} > {output}.tmp 2> {log}"
+        " && mv {output}.tmp {output}"

@@ -1,0 +1,18 @@
+"""Evaluate a target's claims on its table (a failing claim is reported, not raised)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
+import _logging  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from networkedfl.pipeline.io import write_json  # noqa: E402
+from networkedfl.pipeline.runner import evaluate_claims  # noqa: E402
+
+log = _logging.setup(snakemake.log[0])  # noqa: F821
+target = snakemake.wildcards.target  # noqa: F821
+config = {"experiments": {target: snakemake.params.experiment}}  # noqa: F821
+claims = evaluate_claims(config, target, pd.read_csv(snakemake.input.table))  # noqa: F821
+write_json(claims, snakemake.output[0])  # noqa: F821
+log.info("%d of %d claims hold for %s", sum(c["passed"] for c in claims), len(claims), target)

@@ -1,0 +1,20 @@
+"""Run one job of a target (one setting, one seed) and write its tidy records."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
+import _logging  # noqa: E402
+
+from networkedfl.pipeline.io import write_csv  # noqa: E402
+from networkedfl.pipeline.runner import run_job  # noqa: E402
+
+log = _logging.setup(snakemake.log[0])  # noqa: F821
+wildcards = snakemake.wildcards  # noqa: F821
+config = {
+    "seed": snakemake.params.base_seed,  # noqa: F821
+    "experiments": {wildcards.target: snakemake.params.experiment},  # noqa: F821
+}
+table = run_job(config, wildcards.target, wildcards.setting, int(wildcards.seed))
+write_csv(table, snakemake.output[0])  # noqa: F821
+log.info("wrote %s", snakemake.output[0])  # noqa: F821

@@ -1,0 +1,36 @@
+"""Write the papermill parameters file of a target's notebook (absolute paths)."""
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
+import _logging  # noqa: E402
+import yaml  # noqa: E402
+
+from networkedfl.experiments import get_experiment  # noqa: E402
+from networkedfl.pipeline.io import atomic_write  # noqa: E402
+
+log = _logging.setup(snakemake.log[0])  # noqa: F821
+target = snakemake.wildcards.target  # noqa: F821
+experiment = get_experiment(target)
+figure = experiment.has_figure
+parameters = {
+    "target": target,
+    "title": experiment.title,
+    "source": experiment.source,
+    "table": os.path.abspath(snakemake.input.table),  # noqa: F821
+    "claims": os.path.abspath(snakemake.input.claims),  # noqa: F821
+    "figure_pdf": os.path.abspath(snakemake.params.figure_pdf) if figure else None,  # noqa: F821
+    "figure_png": os.path.abspath(snakemake.params.figure_png) if figure else None,  # noqa: F821
+    "params": dict(snakemake.params.experiment),  # noqa: F821
+}
+
+
+def dump(tmp):
+    with open(tmp, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(parameters, fh, sort_keys=False)
+
+
+atomic_write(snakemake.output[0], dump)  # noqa: F821
+log.info("wrote notebook parameters for %s", target)
