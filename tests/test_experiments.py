@@ -6,7 +6,13 @@ import pytest
 
 from networkedfl.experiments import EXPERIMENTS, get_experiment, rng_for
 from networkedfl.experiments.gtv_linear import build_instance, grid_points
-from networkedfl.pipeline.runner import collect_tables, evaluate_claims, job_settings, run_job, seeds
+from networkedfl.pipeline.runner import (
+    collect_tables,
+    evaluate_claims,
+    job_settings,
+    run_job,
+    seeds,
+)
 
 
 def test_unknown_target_is_named():

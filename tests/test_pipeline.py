@@ -1,6 +1,7 @@
 """The real Snakemake DAG on the test profile, in a scratch working directory."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -15,7 +16,9 @@ TARGETS = ["gtv_fig03_chain_sampling", "gtv_table3_covariance", "gtv_fig12_star_
 def _snakemake(repo, workdir, *args, timeout=900):
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"),
            "--directory", str(workdir), "--configfile", str(repo / "config" / "test.yaml"), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    # as a user who has not activated the venv: only the system's tools on PATH
+    env = {**os.environ, "PATH": os.pathsep.join(["/usr/bin", "/bin"])}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,10 @@ class LocalLoss(Protocol):
     def conjugate(self, v: np.ndarray) -> np.ndarray:
         """``L_i^*(v_i)`` per node (``inf`` outside the conjugate's domain)."""
 
+    @property
+    def trivial_nodes(self) -> np.ndarray:
+        """Boolean mask of the nodes with the trivial loss ``L_i = 0`` (conjugate: ``v_i = 0``)."""
+
 
 @dataclass(frozen=True, eq=False)
 class SquaredErrorLoss:
@@ -50,20 +54,29 @@ class SquaredErrorLoss:
     mask
         Boolean sampling set ``M``; nodes outside carry the trivial loss ``L_i = 0``.
         ``None`` means all nodes.
-    conjugate_tol
-        Relative tolerance for deciding that a vector lies in the range of ``X_i^T X_i``
+    rank_tol
+        Eigenvalues of ``X_i^T X_i`` below ``rank_tol * max(1, largest)`` count as zero
         when evaluating the conjugate (used by the duality gap only).
+    feasibility_tol
+        A vector ``v`` lies in the conjugate's domain (the range of ``X_i^T X_i``) if its
+        component in the null space has norm at most ``feasibility_tol * (1 + ||v||)``;
+        a round-off allowance, not a relaxation (the gap repairs duals exactly first).
     """
 
     data: NodeData
     mask: np.ndarray | None = None
-    conjugate_tol: float = 1e-6
+    rank_tol: float = 1e-10
+    feasibility_tol: float = 1e-9
 
     def __post_init__(self) -> None:
         mask = np.ones(self.data.n_nodes, bool) if self.mask is None else np.asarray(self.mask, bool)
         if mask.shape != (self.data.n_nodes,):
             raise ValueError(f"mask must have shape ({self.data.n_nodes},), got {mask.shape}")
         object.__setattr__(self, "mask", mask)
+
+    @property
+    def trivial_nodes(self) -> np.ndarray:
+        return ~self.mask
 
     @property
     def dim(self) -> int:
@@ -94,10 +107,12 @@ class SquaredErrorLoss:
         tau = np.asarray(tau, float)
         d = q.shape[-1]
         inv = np.linalg.inv(tau[:, None, None] * q + np.eye(d))
-        shift = np.matmul(inv, (tau[:, None] * b)[:, :, None])[:, :, 0]
+        shift = np.einsum("nij,nj->ni", inv, tau[:, None] * b)
 
         def prox(w_hat: np.ndarray) -> np.ndarray:
-            return np.matmul(inv, w_hat[:, :, None])[:, :, 0] + shift
+            out = np.einsum("nij,nj->ni", inv, w_hat)
+            out += shift
+            return out
 
         return prox
 
@@ -116,8 +131,8 @@ class SquaredErrorLoss:
         lam, vecs = self._eig
         z = v + b
         coef = np.einsum("nij,ni->nj", vecs, z)
-        big = lam > self.conjugate_tol * np.maximum(lam.max(axis=1, keepdims=True), 1.0)
+        big = lam > self.rank_tol * np.maximum(lam.max(axis=1, keepdims=True), 1.0)
         finite_part = 0.5 * np.sum(np.where(big, coef**2 / np.where(big, lam, 1.0), 0.0), axis=1) - c
-        null_mass = np.sum(np.where(big, 0.0, coef**2), axis=1)
-        scale = 1.0 + np.einsum("ni,ni->n", z, z)
-        return np.where(null_mass <= self.conjugate_tol * scale, finite_part, np.inf)
+        null_norm = np.sqrt(np.sum(np.where(big, 0.0, coef**2), axis=1))
+        bound = self.feasibility_tol * (1.0 + np.sqrt(np.einsum("ni,ni->n", z, z)))
+        return np.where(null_norm <= bound, finite_part, np.inf)

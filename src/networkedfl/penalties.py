@@ -24,14 +24,18 @@ __all__ = ["PENALTIES", "Penalty", "clip_elementwise", "clip_vector", "get_penal
 def clip_elementwise(u: np.ndarray, radius: np.ndarray) -> np.ndarray:
     """Project each row ``u_e`` onto the box ``[-radius_e, radius_e]^d``."""
     r = np.asarray(radius, float)[:, None]
-    return np.clip(u, -r, r)
+    out = np.minimum(u, r)  # two ufuncs: about twice as fast as np.clip with broadcasting
+    return np.maximum(out, -r, out=out)
 
 
 def clip_vector(u: np.ndarray, radius: np.ndarray) -> np.ndarray:
     """Project each row ``u_e`` onto the Euclidean ball of radius ``radius_e``."""
     r = np.asarray(radius, float)
-    norms = np.sqrt(np.einsum("ed,ed->e", u, u))
-    factor = np.minimum(1.0, r / np.maximum(norms, np.finfo(float).tiny))
+    factor = np.sqrt(np.einsum("ed,ed->e", u, u))
+    # min(1, r / ||u||) in place: r / max(||u||, r, tiny)
+    np.maximum(factor, r, out=factor)
+    np.maximum(factor, np.finfo(float).tiny, out=factor)
+    np.divide(r, factor, out=factor)
     return u * factor[:, None]
 
 
@@ -58,6 +62,17 @@ class Penalty(Protocol):
     def conjugate(self, u: np.ndarray, radius: np.ndarray, tol: float = 1e-9) -> np.ndarray:
         """``(radius_e * phi)^*(u_e)`` per edge (``inf`` outside the domain)."""
 
+    def feasible_scale(self, u: np.ndarray, radius: np.ndarray) -> float:
+        """Largest ``theta`` in ``[0, 1]`` such that ``theta * u`` lies in the domain of ``g*``."""
+
+
+def _ball_scale(norms: np.ndarray, radius: np.ndarray) -> float:
+    """``min(1, min_e radius_e / norms_e)`` over the edges with ``norms_e > 0``."""
+    nonzero = norms > 0
+    if not nonzero.any():
+        return 1.0
+    return float(min(1.0, np.min(radius[nonzero] / norms[nonzero])))
+
 
 def _indicator(violation: np.ndarray, radius: np.ndarray, tol: float) -> np.ndarray:
     return np.where(violation <= radius * (1 + tol) + tol, 0.0, np.inf)
@@ -76,6 +91,9 @@ class L1Penalty:
     def conjugate(self, u, radius, tol=1e-9):
         return _indicator(np.abs(u).max(axis=1, initial=0.0), radius, tol)
 
+    def feasible_scale(self, u, radius):
+        return _ball_scale(np.abs(u).max(axis=1, initial=0.0), np.asarray(radius, float))
+
 
 @dataclass(frozen=True)
 class NLassoPenalty:
@@ -89,6 +107,9 @@ class NLassoPenalty:
 
     def conjugate(self, u, radius, tol=1e-9):
         return _indicator(np.linalg.norm(u, axis=1), radius, tol)
+
+    def feasible_scale(self, u, radius):
+        return _ball_scale(np.linalg.norm(u, axis=1), np.asarray(radius, float))
 
 
 @dataclass(frozen=True)
@@ -106,6 +127,11 @@ class MochaPenalty:
         with np.errstate(divide="ignore", invalid="ignore"):
             val = np.where(radius > 0, sq / (4 * np.where(radius > 0, radius, 1.0)), 0.0)
         return np.where((radius > 0) | (sq <= tol), val, np.inf)
+
+    def feasible_scale(self, u, radius):
+        # finite everywhere on edges with radius > 0; u_e must vanish where radius_e = 0
+        zero_radius = np.asarray(radius, float) <= 0
+        return 0.0 if np.any(np.abs(u[zero_radius]) > 0) else 1.0
 
 
 PENALTIES: dict[str, Penalty] = {p.name: p for p in (L1Penalty(), NLassoPenalty(), MochaPenalty())}

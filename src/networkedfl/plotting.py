@@ -70,7 +70,10 @@ def plot_sweep(
     panel_order: Sequence[str] | None = None,
     title: str | None = None,
 ) -> plt.Figure:
-    """One panel per ``panel`` value, one curve per ``curve`` value: mean ± std over seeds."""
+    """One panel per ``panel`` value, one curve per ``curve`` value: mean ± std over seeds.
+
+    On a log axis the lower error bar is clipped at 10 % of the mean.
+    """
     summary = sweep_summary(table, x, curve, panel, metric)
     panels = list(panel_order or [p for p in PENALTY_LABELS if p in set(summary[panel])])
     panels += [p for p in summary[panel].unique() if p not in panels]
@@ -79,7 +82,10 @@ def plot_sweep(
         part = summary[summary[panel] == name]
         for value, grp in part.groupby(curve):
             grp = grp.sort_values(x)
-            ax.errorbar(grp[x], grp["mean"], yerr=grp["std"].fillna(0), marker="o", ms=3,
+            std = grp["std"].fillna(0).to_numpy()
+            # On a log axis a bar below zero cannot be drawn: clip it at 10 % of the mean.
+            lower = np.minimum(std, 0.9 * grp["mean"].to_numpy()) if logy else std
+            ax.errorbar(grp[x], grp["mean"], yerr=[lower, std], marker="o", ms=3,
                         capsize=2, label=_label(curve, value))
         ax.set_title(_label(panel, name))
         ax.set_xlabel(PARAM_LABELS.get(x, x))

@@ -4,11 +4,15 @@ from pathlib import Path
 
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.pipeline.config import validate_config
-from networkedfl.pipeline.paths import Paths
+from networkedfl.pipeline.paths import Paths, put_interpreter_on_path
 from networkedfl.pipeline.runner import job_settings, seeds
 
 # Stops the run before any job starts; the message names every offending key.
 validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+
+# Shell rules call papermill and jupyter, installed beside the interpreter running Snakemake
+# (e.g. .venv/bin): an unactivated venv works too.
+put_interpreter_on_path()
 
 PATHS = Paths()
 NOTEBOOKS = Path(workflow.basedir) / "notebooks"

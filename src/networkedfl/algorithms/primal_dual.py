@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.sparse.linalg import splu
 from tqdm.auto import tqdm
 
 from ..graphs import EmpiricalGraph, GraphError
@@ -30,6 +31,7 @@ from ..losses import LocalLoss
 from ..penalties import Penalty, get_penalty
 
 __all__ = [
+    "FeasibleDualMap",
     "HistoryRecorder",
     "IterationState",
     "PrimalDualResult",
@@ -42,6 +44,22 @@ __all__ = [
 #: Dual step size of the authors' code; with tau_i = 1/deg_i it gives
 #: ||Sigma^{1/2} D T^{1/2}||^2 <= 2 * 0.45 < 1, the convergence condition of [27].
 DEFAULT_SIGMA = 0.45
+
+
+#: Up to this dimension the iteration keeps edge arrays column-major and takes products
+#: with the incidence matrix one coordinate at a time: the per-edge operations of the dual
+#: step then run on contiguous memory (about 1.5x faster per iteration for d = 2).
+COLUMNWISE_MAX_DIM = 8
+
+
+def _sparse_product(matrix, x: np.ndarray, columnwise: bool) -> np.ndarray:
+    """``matrix @ x``; column by column into a column-major array if ``columnwise``."""
+    if not columnwise:
+        return matrix @ x
+    out = np.empty((matrix.shape[0], x.shape[1]), order="F")
+    for k in range(x.shape[1]):  # over the d coordinates, not over nodes or edges
+        out[:, k] = matrix @ x[:, k]
+    return out
 
 
 @dataclass(frozen=True)
@@ -141,6 +159,47 @@ def gtv_objective(
     return float(loss.value(weights).sum() + penalty.value(graph.incidence @ weights, radius).sum())
 
 
+class FeasibleDualMap:
+    """Map a dual iterate ``u`` to a feasible dual point of (24), for a valid gap (34).
+
+    Primal-dual iterates satisfy ``(D^T u)_i = 0`` at nodes with the trivial loss only in
+    the limit, so the dual objective is ``-inf`` at every iterate.  This map removes the
+    residual ``r = (D^T u)_U`` on the trivial nodes ``U`` by the least-norm correction on
+    the edges with ``lambda A_e > 0``, ``c = D_{:,U} L_UU^{-1} r`` with the grounded
+    Laplacian ``L_UU = D_{:,U}^T D_{:,U}``, and then scales the result into the domain of
+    the penalty's conjugate (scaling keeps ``(D^T u)_U = 0``).  Both steps vanish as ``u``
+    converges, so the gap of the repaired point still tends to zero.  ``L_UU`` is factorised
+    once; it is singular when a group of trivial nodes reaches no node with data, and then
+    no feasible point is produced (the gap is reported as ``inf``).
+    """
+
+    def __init__(self, graph: EmpiricalGraph, loss: LocalLoss, radius: np.ndarray):
+        trivial = getattr(loss, "trivial_nodes", None)
+        trivial = np.zeros(graph.n_nodes, bool) if trivial is None else np.asarray(trivial, bool)
+        self.trivial = np.flatnonzero(trivial)
+        self.active = np.flatnonzero(radius > 0)
+        self._solve = None
+        if self.trivial.size:
+            block = graph.incidence[self.active][:, self.trivial].tocsc()
+            self._block = block
+            try:
+                self._solve = splu((block.T @ block).tocsc()).solve
+            except RuntimeError:  # singular grounded Laplacian
+                self._solve = None
+
+    def __call__(self, graph: EmpiricalGraph, penalty: Penalty, radius: np.ndarray,
+                 duals: np.ndarray) -> np.ndarray | None:
+        u = duals
+        if self.trivial.size:
+            residual = (graph.incidence.T @ duals)[self.trivial]
+            if np.any(residual):
+                if self._solve is None:
+                    return None
+                u = duals.copy()
+                u[self.active] -= self._block @ self._solve(residual)
+        return penalty.feasible_scale(u, radius) * u
+
+
 def primal_dual_gap(
     graph: EmpiricalGraph,
     loss: LocalLoss,
@@ -148,16 +207,26 @@ def primal_dual_gap(
     lam: float | np.ndarray,
     weights: np.ndarray,
     duals: np.ndarray,
+    *,
+    feasible_map: FeasibleDualMap | None = None,
 ) -> float:
-    """Primal-dual gap (GTV eq. (34)): objective (16) at ``weights`` minus dual (24) at ``duals``.
+    """Primal-dual gap (GTV eq. (34)): objective (16) at ``weights`` minus dual (24).
 
-    It is non-negative and bounds the sub-optimality of ``weights``.  It is ``inf`` while
-    ``duals`` is infeasible, e.g. while ``(D^T u)_i != 0`` at a node with the trivial loss.
+    The dual objective is evaluated at ``feasible_map(duals)`` (see
+    :class:`FeasibleDualMap`), so the gap is a valid certificate at every iterate:
+    non-negative and an upper bound on ``objective(weights) - optimum``.  It is ``inf``
+    when no feasible dual point can be formed (e.g. rank-deficient local data whose
+    conjugate domain the iterate misses).  Pass a prebuilt ``feasible_map`` when
+    evaluating the gap repeatedly on one problem.
     """
     penalty = get_penalty(penalty)
     radius = _edge_radius(graph, lam)
     primal = loss.value(weights).sum() + penalty.value(graph.incidence @ weights, radius).sum()
-    dual = -loss.conjugate(-(graph.incidence.T @ duals)).sum() - penalty.conjugate(duals, radius).sum()
+    feasible_map = FeasibleDualMap(graph, loss, radius) if feasible_map is None else feasible_map
+    u = feasible_map(graph, penalty, radius, duals)
+    if u is None:
+        return float("inf")
+    dual = -loss.conjugate(-(graph.incidence.T @ u)).sum() - penalty.conjugate(u, radius).sum()
     return float(primal - dual)
 
 
@@ -226,24 +295,43 @@ def gtv_primal_dual(
         w = np.zeros((graph.n_nodes, int(d)))
     if w.shape[0] != graph.n_nodes:
         raise ValueError(f"w0 has {w.shape[0]} rows for {graph.n_nodes} nodes")
-    u = np.zeros((graph.n_edges, w.shape[1])) if u0 is None else np.array(u0, float, copy=True)
+    columnwise = w.shape[1] <= COLUMNWISE_MAX_DIM
+    layout = "F" if columnwise else "C"
+    u = np.zeros((graph.n_edges, w.shape[1]), order=layout) if u0 is None else np.array(u0, float, order=layout)
+    if u.shape != (graph.n_edges, w.shape[1]):
+        raise ValueError(f"u0 has shape {u.shape}, expected {(graph.n_edges, w.shape[1])}")
 
     incidence = graph.incidence
-    incidence_t = incidence.T.tocsr()
+    # D^T: for one coordinate at a time a CSR copy (gather per node) is fastest; for many
+    # coordinates the CSC view (no copy), which streams over the edges and scatters.
+    incidence_t = incidence.T.tocsr() if columnwise else incidence.T
     prox = loss.prox_operator(tau)
-    tau_col, sigma_col = tau[:, None], sigma[:, None]
+    tau_col = tau[:, None]
+    sigma_col = sigma[0] if np.all(sigma == sigma[0]) else sigma[:, None]  # scalar: no broadcast
 
     gap = float("nan")
     converged = False
+    feasible_map = None
     k = 0
     for k in tqdm(range(1, n_iter + 1), disable=not progress, desc="primal-dual", leave=False):
-        w_new = prox(w - tau_col * (incidence_t @ u))
-        u = penalty.dual_prox(u + sigma_col * (incidence @ (2.0 * w_new - w)), sigma, radius)
+        # fresh temporaries updated in place: w and u may be held by the callback
+        w_hat = _sparse_product(incidence_t, u, columnwise)
+        w_hat *= -tau_col
+        w_hat += w
+        w_new = prox(w_hat)  # steps 2-4
+        z = 2.0 * w_new
+        z -= w
+        z = _sparse_product(incidence, z, columnwise)
+        z *= sigma_col
+        z += u
+        u = penalty.dual_prox(z, sigma, radius)  # steps 5-8
         w = w_new
         if callback is not None and callback(IterationState(k, w, u)):
             break
         if gap_tol is not None and k % gap_every == 0:
-            gap = primal_dual_gap(graph, loss, penalty, lam, w, u)
+            if feasible_map is None:
+                feasible_map = FeasibleDualMap(graph, loss, radius)
+            gap = primal_dual_gap(graph, loss, penalty, lam, w, u, feasible_map=feasible_map)
             if gap <= gap_tol:
                 converged = True
                 break

@@ -7,10 +7,25 @@ All paths are relative to the Snakemake working directory (the repository root).
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Paths", "find_repo_root"]
+__all__ = ["Paths", "find_repo_root", "put_interpreter_on_path"]
+
+
+def put_interpreter_on_path() -> None:
+    """Put the running interpreter's directory first on ``PATH`` (for shell rules).
+
+    The tools the shell rules call (papermill, jupyter) are installed beside the Python
+    that runs Snakemake, e.g. in ``.venv/bin``; this finds them without activating the
+    venv.  With ``--use-conda`` the rule's own environment is activated in front of it.
+    """
+    bindir = os.path.dirname(sys.executable)
+    entries = os.environ.get("PATH", "").split(os.pathsep)
+    if entries[0] != bindir:
+        os.environ["PATH"] = os.pathsep.join([bindir, *entries])
 
 
 def find_repo_root(start: str | Path = ".") -> Path:
