@@ -75,3 +75,66 @@ def test_claims_are_evaluated_on_a_collected_table(test_config):
 def test_a_failing_claim_computation_is_reported_not_raised(test_config):
     claims = evaluate_claims(test_config, "gtv_fig03_chain_sampling", pd.DataFrame({"metric": [], "value": []}))
     assert claims and not any(c["passed"] for c in claims)
+
+
+# ------------------------------------------------------------- Table I / Fig. 2, lecture
+
+
+def _highdim_params(**extra):
+    return {"graph": "sbm", "cluster_size": 6, "p_in": 0.9, "m": 3,
+            "cluster_weights": {"bernoulli": 0.5, "scale": 0.5, "dim": 7}, "n_unsampled": 2,
+            "lam": {"l1": 0.01}, "n_iter": 10,
+            "n_iter_overrides": [{"n_clusters": [5, 10], "n_iter": 20}],
+            "grid": {"p_out": [0.0], "sigma": [0.0], "n_clusters": [2, 5]}, **extra}
+
+
+def test_equal_clusters_random_weights_and_last_nodes_unsampled():
+    from networkedfl.experiments.gtv_linear import n_iter_for
+
+    params = _highdim_params()
+    inst = build_instance(params, {"p_out": 0.0, "sigma": 0.0, "n_clusters": 3}, np.random.default_rng(4))
+    assert inst.graph.n_nodes == 18 and np.bincount(inst.graph.clusters).tolist() == [6, 6, 6]
+    assert inst.mask.tolist() == [True] * 16 + [False] * 2
+    # Bernoulli(0.5) x 0.5 entries, constant within a cluster, d from the spec
+    assert inst.true_weights.shape == (18, 7)
+    assert set(np.unique(inst.true_weights)) <= {0.0, 0.5}
+    for c in range(3):
+        block = inst.true_weights[inst.graph.clusters == c]
+        assert np.all(block == block[0])
+    assert [n_iter_for(params, {"n_clusters": k}) for k in (2, 4, 5, 10)] == [10, 10, 20, 20]
+
+
+def test_baseline_registry_runs_every_method_on_a_small_instance():
+    from networkedfl.experiments.gtv_linear import BASELINES
+
+    params = _highdim_params(ifca={"rounds": 30, "lr": 0.1})
+    inst = build_instance(params, {"p_out": 0.0, "sigma": 0.0, "n_clusters": 2}, np.random.default_rng(5))
+    for name, baseline in BASELINES.items():
+        predictions, weights = baseline(inst, params, np.random.default_rng(0))
+        assert predictions.shape == inst.data.labels.shape, name
+        assert weights is None or weights.shape == inst.true_weights.shape, name
+    # the cluster oracle fits each cluster's pooled data of M exactly when it is noiseless
+    # and has more samples than dimensions (6 nodes x 3 samples >= 7 features)
+    _, oracle = BASELINES["oracle"](inst, params, np.random.default_rng(0))
+    np.testing.assert_allclose(oracle, inst.true_weights, atol=1e-8)
+
+
+def test_ring_graph():
+    from networkedfl.graphs import GraphError, ring
+
+    g = ring(6)
+    assert g.n_edges == 6 and np.all(g.degrees == 2) and g.is_connected
+    with pytest.raises(GraphError, match="at least 3"):
+        ring(2)
+
+
+def test_lecture_table_claims_detect_a_changed_cell():
+    from networkedfl.experiments.lecture import lecture_table_claims
+
+    table = run_job({"seed": 1, "experiments": {"lecture_table1_fedsgd_fedavg": {"repetitions": 1}}},
+                    "lecture_table1_fedsgd_fedavg", "all", 0)
+    assert all(c.passed for c in lecture_table_claims(table, {}))
+    broken = table.copy()
+    broken.loc[(broken["method"] == "FedAvg") & (broken["metric"] == "Upload"), "value"] = "gradients"
+    broken.loc[(broken["method"] == "FedSGD") & (broken["metric"] == "run_log_upload"), "value"] = "models"
+    assert not any(c.passed for c in lecture_table_claims(broken, {}))

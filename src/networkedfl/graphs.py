@@ -25,6 +25,7 @@ __all__ = [
     "cluster_graph",
     "disjoint_union",
     "stochastic_block_model",
+    "ring",
     "star",
 ]
 
@@ -253,6 +254,15 @@ def star(n_nodes: int, *, weight: float = 1.0) -> EmpiricalGraph:
     leaves = np.arange(1, n_nodes)
     edges = np.stack([np.zeros_like(leaves), leaves], axis=1)
     return EmpiricalGraph(n_nodes, edges, np.full(n_nodes - 1, float(weight)))
+
+
+def ring(n_nodes: int, *, weight: float = 1.0) -> EmpiricalGraph:
+    """Ring (cycle): node ``i`` joined to ``i + 1`` and node ``n - 1`` to node 0."""
+    if n_nodes < 3:
+        raise GraphError(f"a ring needs at least 3 nodes, got {n_nodes}")
+    heads = np.arange(n_nodes)
+    edges = np.sort(np.stack([heads, (heads + 1) % n_nodes], axis=1), axis=1)
+    return EmpiricalGraph(n_nodes, edges, np.full(n_nodes, float(weight)))
 
 
 def disjoint_union(graphs: Sequence[EmpiricalGraph]) -> tuple[EmpiricalGraph, np.ndarray]:

@@ -212,3 +212,34 @@ def claims_frame(path: str | os.PathLike) -> pd.DataFrame:
     """The claims file as a table (claim, passed, detail)."""
     with open(path, encoding="utf-8") as fh:
         return pd.DataFrame(json.load(fh))
+
+
+def _run_label(method: str, e: float, b: float) -> str:
+    if method == "fedsgd":
+        return "FedSGD"
+    name = "FedAvg" if method == "fedavg" else "gossip FedAvg"
+    return f"{name} E={int(e)} B={int(b)}"
+
+
+def plot_communication(table: pd.DataFrame) -> plt.Figure:
+    """Lecture demo: test loss vs round and vs messages sent; gossip consensus distance."""
+    t = table[table["metric"] != "uploaded"].copy()
+    t["value"] = t["value"].astype(float)
+    t["run"] = [_run_label(m, e, b) for m, e, b in zip(t["method"], t["E"], t["B"], strict=True)]
+    mean = t.groupby(["run", "metric", "round"])["value"].mean().unstack("metric").reset_index()
+    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.6))
+    for run, part in mean.groupby("run"):
+        style = "--" if run.startswith("gossip") else "-"
+        axes[0].plot(part["round"], part["test_loss"], style, label=run)
+        axes[1].plot(part["messages_total"], part["test_loss"], style, label=run)
+        if "consensus_distance" in part and part["consensus_distance"].notna().any():
+            axes[2].plot(part["round"], part["consensus_distance"], style, label=run)
+    axes[0].set(xlabel="communication round", ylabel="test loss", yscale="log")
+    axes[1].set(xlabel="messages sent", ylabel="test loss", yscale="log")
+    axes[2].set(xlabel="communication round", ylabel="consensus distance", yscale="log",
+                title="peer-to-peer: (1/N) Σ ||w_k - w̄||²")
+    axes[0].legend(fontsize=7)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -17,7 +17,7 @@ from ..data import NodeData
 if TYPE_CHECKING:  # scikit-learn is imported on first use: `import networkedfl` stays light
     from sklearn.base import RegressorMixin
 
-__all__ = ["PooledFit", "pooled_fit", "pooled_linear_regression", "pooled_tree"]
+__all__ = ["PooledFit", "pooled_fit", "pooled_linear_regression", "pooled_per_group", "pooled_tree"]
 
 
 @dataclass(frozen=True)
@@ -56,3 +56,27 @@ def pooled_tree(
 
     seed = int(rng.integers(2**31 - 1))
     return pooled_fit(DecisionTreeRegressor(max_depth=max_depth, random_state=seed), data, mask)
+
+
+def pooled_per_group(data: NodeData, mask: np.ndarray, groups: np.ndarray) -> PooledFit:
+    """The cluster oracle: one least-squares model (no intercept) per group, on its pooled data.
+
+    Each node uses the model of its group (e.g. the true cluster).  ``model`` is the list
+    of fitted per-group estimators.
+    """
+    from sklearn.linear_model import LinearRegression
+
+    groups = np.asarray(groups)
+    mask = np.asarray(mask, bool)
+    predictions = np.empty(data.labels.shape)
+    weights = np.empty((data.n_nodes, data.dim))
+    models = []
+    for g in np.unique(groups):  # over groups (clusters), not nodes
+        members = groups == g
+        if not np.any(members & mask):
+            raise ValueError(f"group {g} has no node in the sampling set; nothing to fit")
+        fit = pooled_fit(LinearRegression(fit_intercept=False), data, members & mask)
+        predictions[members] = fit.predictions[members]
+        weights[members] = fit.weights[members]
+        models.append(fit.model)
+    return PooledFit(models, predictions, weights)

@@ -15,13 +15,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..algorithms.fedavg_proximal import fedavg_proximal
-from ..algorithms.pooled import pooled_linear_regression, pooled_tree
+from ..algorithms.pooled import pooled_linear_regression, pooled_per_group, pooled_tree
 from ..algorithms.primal_dual import default_step_sizes, gtv_primal_dual
 from ..data import (
     NodeData,
@@ -35,7 +36,15 @@ from ..losses import SquaredErrorLoss
 from ..metrics import label_mse, linear_predictions, parameter_mse
 from .registry import rng_for
 
-__all__ = ["GRAPH_BUILDERS", "Instance", "build_instance", "grid_points", "run_gtv_linear"]
+__all__ = [
+    "BASELINES",
+    "GRAPH_BUILDERS",
+    "Instance",
+    "build_instance",
+    "grid_points",
+    "n_iter_for",
+    "run_gtv_linear",
+]
 
 Params = Mapping[str, Any]
 
@@ -43,6 +52,8 @@ BASELINES_SETTING = "baselines"
 
 
 def _cluster_sizes(p: Params) -> list[int]:
+    if "n_clusters" in p:  # GTV Fig. 2 sweeps the number of equal clusters
+        return [int(p["cluster_size"])] * int(p["n_clusters"])
     sizes = list(p["cluster_sizes"])
     if "size_c2" in p:  # GTV Sec. IX-B2 sweeps the size of the second cluster
         sizes[1] = int(p["size_c2"])
@@ -79,14 +90,36 @@ def build_instance(
     """Draw the graph, true weights, local datasets and sampling set of one grid point."""
     p = {**params, **point}
     graph = GRAPH_BUILDERS[p["graph"]](p, rng)
-    weights = cluster_weights_per_node(graph.clusters, np.asarray(p["cluster_weights"], float))
+    weights = cluster_weights_per_node(graph.clusters, _true_cluster_weights(p, graph, rng))
     if p.get("perturbation", 0.0):
         weights = perturb_weights(weights, float(p["perturbation"]), rng)
     cov = p.get("feature_cov")
     feature_cov = None if cov is None else np.asarray(cov, float)[graph.clusters]
     data = linear_model_data(weights, int(p["m"]), float(p["sigma"]), rng, feature_cov=feature_cov)
-    mask = sampling_mask(graph.n_nodes, float(p["M"]), rng)
+    if "n_unsampled" in p:  # GTV Table I: every node but the last n_unsampled
+        mask = np.arange(graph.n_nodes) < graph.n_nodes - int(p["n_unsampled"])
+    else:
+        mask = sampling_mask(graph.n_nodes, float(p["M"]), rng)
     return Instance(dict(point), graph, data, weights, mask)
+
+
+def _true_cluster_weights(p: Params, graph: EmpiricalGraph, rng: np.random.Generator) -> np.ndarray:
+    """Fixed weights per cluster, or (GTV Table I) Bernoulli(p) entries times a scale."""
+    spec = p["cluster_weights"]
+    if isinstance(spec, Mapping):
+        n_clusters = int(graph.clusters.max()) + 1
+        draws = rng.random((n_clusters, int(spec["dim"]))) < float(spec["bernoulli"])
+        return float(spec["scale"]) * draws
+    return np.asarray(spec, float)
+
+
+def n_iter_for(params: Params, point: Mapping[str, Any]) -> int:
+    """``n_iter``, unless an entry of ``n_iter_overrides`` matches the grid point."""
+    for override in params.get("n_iter_overrides", []):
+        conditions = {k: v for k, v in override.items() if k != "n_iter"}
+        if all(point.get(k, params.get(k)) in values for k, values in conditions.items()):
+            return int(override["n_iter"])
+    return int(params["n_iter"])
 
 
 def _metrics(inst: Instance, predictions: np.ndarray, weights: np.ndarray | None) -> dict[str, float]:
@@ -122,25 +155,69 @@ def _solve_primal_dual(
     return [result.weights[offsets[k] : offsets[k + 1]] for k in range(len(instances))]
 
 
+# ------------------------------------------------------------------------ baselines
+# Each baseline maps an instance to (predictions (n, m), weights (n, d) or None).
+Baseline = Callable[[Instance, Params, np.random.Generator], tuple[np.ndarray, np.ndarray | None]]
+
+
+def _fedavg(inst: Instance, params: Params, rng: np.random.Generator, *, oracle_groups: bool):
+    """FedAvg (FedAvgC with the true clusters) in the GTV paper's proximal form."""
+    tau, _ = default_step_sizes(inst.graph)
+    groups = inst.graph.clusters if oracle_groups else None
+    w = fedavg_proximal(SquaredErrorLoss(inst.data, inst.mask), inst.mask, tau,
+                        n_iter_for(params, inst.point), groups=groups)
+    return linear_predictions(inst.data, w), w
+
+
+def _ifca(inst: Instance, params: Params, rng: np.random.Generator):
+    """IFCA with linear models without bias (GTV Table I, Fig. 2; Ghosh et al. 2020)."""
+    from ..algorithms.ifca import ifca  # PyTorch is imported on first use
+    from ..models import ClientData, linear_regression
+
+    spec = params.get("ifca", {})
+    n_clusters = int(spec.get("n_clusters", int(inst.graph.clusters.max()) + 1))
+    result = ifca(
+        linear_regression(inst.data.dim, bias=False, init=spec.get("init", "bernoulli")),
+        ClientData.from_node_data(inst.data),
+        n_clusters=n_clusters, n_rounds=int(spec.get("rounds", 300)), lr=float(spec.get("lr", 0.1)),
+        participants=inst.mask, generator=rng,
+    )
+    w = result.client_params.cpu().numpy()
+    return linear_predictions(inst.data, w), w
+
+
+def _oracle(inst: Instance, params: Params, rng: np.random.Generator):
+    """One least-squares model per true cluster, fitted on the cluster's pooled data in M."""
+    fit = pooled_per_group(inst.data, inst.mask, inst.graph.clusters)
+    return fit.predictions, fit.weights
+
+
+def _pooled_linear(inst: Instance, params: Params, rng: np.random.Generator):
+    fit = pooled_linear_regression(inst.data, inst.mask)
+    return fit.predictions, fit.weights
+
+
+def _pooled_tree(inst: Instance, params: Params, rng: np.random.Generator):
+    fit = pooled_tree(inst.data, inst.mask, rng, max_depth=int(params.get("tree_depth", 2)))
+    return fit.predictions, None
+
+
+#: Baselines by the name used in ``methods`` of the config and in the ``method`` column.
+BASELINES: dict[str, Baseline] = {
+    "fedavg": partial(_fedavg, oracle_groups=False),
+    "fedavg_clusters": partial(_fedavg, oracle_groups=True),
+    "ifca": _ifca,
+    "oracle": _oracle,
+    "pooled_linear": _pooled_linear,
+    "pooled_tree": _pooled_tree,
+}
+
+
 def _baseline_records(inst: Instance, params: Params, seed: int, rng: np.random.Generator):
-    methods = [m for m in params.get("methods", []) if m != "primal_dual"]
     records: list[dict[str, Any]] = []
-    for method in methods:
-        if method in ("fedavg", "fedavg_clusters"):
-            tau, _ = default_step_sizes(inst.graph)
-            groups = inst.graph.clusters if method == "fedavg_clusters" else None
-            loss = SquaredErrorLoss(inst.data, inst.mask)
-            w = fedavg_proximal(loss, inst.mask, tau, int(params["n_iter"]), groups=groups)
-            metrics = _metrics(inst, linear_predictions(inst.data, w), w)
-        elif method == "pooled_linear":
-            fit = pooled_linear_regression(inst.data, inst.mask)
-            metrics = _metrics(inst, fit.predictions, fit.weights)
-        elif method == "pooled_tree":
-            fit = pooled_tree(inst.data, inst.mask, rng, max_depth=int(params.get("tree_depth", 2)))
-            metrics = _metrics(inst, fit.predictions, None)
-        else:
-            raise ValueError(f"unknown baseline method {method!r}")
-        records += _records(inst, seed, method, "none", np.nan, metrics)
+    for method in (m for m in params.get("methods", []) if m != "primal_dual"):
+        predictions, weights = BASELINES[method](inst, params, rng)
+        records += _records(inst, seed, method, "none", np.nan, _metrics(inst, predictions, weights))
     return records
 
 
@@ -166,10 +243,12 @@ def run_gtv_linear(
     else:
         penalty = setting.removeprefix("penalty-")
         lam = float(params["lam"][penalty])
-        solutions = _solve_primal_dual(instances, penalty, lam, int(params["n_iter"]))
-        for inst, w in zip(instances, solutions, strict=True):
-            metrics = _metrics(inst, linear_predictions(inst.data, w), w)
-            records += _records(inst, seed, "primal_dual", penalty, lam, metrics)
+        n_iters = [n_iter_for(params, inst.point) for inst in instances]
+        for n_iter in sorted(set(n_iters)):  # one union graph per iteration budget
+            batch = [inst for inst, k in zip(instances, n_iters, strict=True) if k == n_iter]
+            for inst, w in zip(batch, _solve_primal_dual(batch, penalty, lam, n_iter), strict=True):
+                metrics = _metrics(inst, linear_predictions(inst.data, w), w)
+                records += _records(inst, seed, "primal_dual", penalty, lam, metrics)
     table = pd.DataFrame.from_records(records)
     if "feature_cov" in params and setting == BASELINES_SETTING:
         table = pd.concat([table, _covariance_records(params, seed)], ignore_index=True)

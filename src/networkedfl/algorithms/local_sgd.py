@@ -1,0 +1,116 @@
+"""Local training of all clients at once: the ``ClientUpdate`` of FedAvg.
+
+This is the client side of FedAvg (McMahan et al. 2017, Algorithm 1, ``ClientUpdate``;
+the lecture's "FedAvg with local SGD", lines 10-18)::
+
+    for each epoch e = 1..E:
+        split D_k into batches of size B (a fresh random order every epoch)
+        for each batch b:  w <- w - eta * grad F_k(w; b)
+
+run for every client simultaneously: the parameters of all clients are the rows of one
+``(n, P)`` matrix and each step is a single ``vmap(grad(...))`` call.  The Python loops
+run over epochs and mini-batch steps only, never over clients.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+from torch.func import grad, vmap
+
+from ..models import ClientData, FlatModel, require_generator
+
+__all__ = ["epoch_order", "local_sgd"]
+
+
+def epoch_order(sample_weights: Tensor, generator: torch.Generator) -> Tensor:
+    """Per-client random order of the samples for one epoch, ``int64`` of shape ``(n, m)``.
+
+    Each row lists the client's real samples (positive weight) in a uniformly random order
+    followed by its padding.  One ``(n, m)`` block of uniform keys is drawn on the CPU
+    with ``generator`` and sorted row by row.
+    """
+    n, m = sample_weights.shape
+    keys = torch.rand((n, m), generator=generator, dtype=torch.float64)
+    keys = keys.to(sample_weights.device).masked_fill(sample_weights <= 0, 2.0)
+    return torch.argsort(keys, dim=1)
+
+
+def local_sgd(
+    model: FlatModel,
+    params: Tensor,
+    data: ClientData,
+    *,
+    epochs: int,
+    batch_size: int | None,
+    lr: float,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """``epochs`` epochs of mini-batch SGD on every client's own data, all clients at once.
+
+    Parameters
+    ----------
+    model
+        The model.
+    params
+        ``(n, P)`` starting parameters of the ``n`` clients of ``data`` (not modified).
+    data
+        Local datasets, possibly padded (padding samples have weight 0).
+    epochs
+        Local epochs ``E`` (0 returns a copy of ``params``).
+    batch_size
+        Mini-batch size ``B``.  ``None`` (or any ``B`` at least the largest client's
+        number of samples): full-batch gradient descent, one step per epoch, without a
+        random draw.
+    lr
+        Step size ``eta``.
+    generator
+        Source of the per-epoch random orders (required for mini-batches).
+
+    Returns
+    -------
+    Tensor
+        ``(n, P)`` parameters after local training.
+
+    Notes
+    -----
+    Client ``i`` with ``n_i`` real samples takes ``ceil(n_i / B)`` steps per epoch on the
+    consecutive blocks of its shuffled samples; the last block may be smaller than ``B``.
+    Each step uses the weighted mean loss of the batch.  Steps are taken in lock-step
+    across clients; a client whose block at a step contains only padding has zero
+    gradient there (its model does not move), so the result is exactly that of running
+    each client alone.  The gradient of one step is one call of
+    ``vmap(grad(F))`` over ``(n, B, ...)`` gathered batches.
+    """
+    if isinstance(epochs, bool) or int(epochs) != epochs or epochs < 0:
+        raise ValueError(f"epochs must be a non-negative integer, got {epochs!r}")
+    if batch_size is not None and (int(batch_size) != batch_size or batch_size < 1):
+        raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be positive, got {lr!r}")
+    n = data.n_clients
+    if params.shape != (n, model.n_params):
+        raise ValueError(
+            f"params must be ({n}, {model.n_params}) for {n} clients, got {tuple(params.shape)}"
+        )
+    step_grad = vmap(grad(model.loss))
+    x, y, w = data.features, data.targets, data.sample_weights
+    params = params.clone()
+    largest = int(data.counts.max()) if n else 0
+    if batch_size is None or batch_size >= largest:
+        for _ in range(int(epochs)):
+            params = params - lr * step_grad(params, x, y, w)
+        return params
+
+    gen = require_generator(generator, "mini-batch SGD (batch_size is not None)")
+    n_steps = math.ceil(largest / batch_size)
+    rows = torch.arange(n, device=data.device)[:, None]
+    for _ in range(int(epochs)):
+        order = epoch_order(w, gen)
+        xs, ys, ws = x[rows, order], y[rows, order], w[rows, order]
+        for s in range(n_steps):
+            block = slice(s * batch_size, (s + 1) * batch_size)
+            params = params - lr * step_grad(params, xs[:, block], ys[:, block], ws[:, block])
+    return params
