@@ -164,6 +164,38 @@ class _Recorder:
                 row.update(more)
         self.history.append(row)
 
+    def record_server_round(
+        self,
+        round_: int,
+        *,
+        upload: str,
+        global_params: Tensor,
+        group_of: Tensor,
+        selected: Tensor,
+    ) -> None:
+        """Client-server round (FedAvg, FedSGD): each selected client sends ``P`` floats up
+        (``upload``: "models" or "gradients") and receives its group's model."""
+        s = int(selected.sum())
+        p = int(global_params.shape[1])
+        self.record(
+            round_,
+            upload=upload,
+            download="models",
+            clients=s,
+            messages_up=s,
+            messages_down=s,
+            floats_up=s * p,
+            floats_down=s * p,
+            client_params=global_params[group_of],
+            global_params=global_params,
+            selected=selected,
+            assignment=group_of,
+        )
+
+    def server_result(self, global_params: Tensor, group_of: Tensor) -> FederatedResult:
+        """Result of a client-server run: every client holds its group's model."""
+        return FederatedResult(global_params[group_of], global_params, group_of, self.history, self.log)
+
 
 def _itemsize(dtype: torch.dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()

@@ -178,7 +178,6 @@ def fedavg(
     global_params = _initial_rows(model, init, n_groups, gen, dtype, device, "group")
     n_local = data.n_samples
     rec = _Recorder(callback, _itemsize(dtype))
-    p = model.n_params
     for t in range(1, n_rounds + 1):
         selected = sample_clients(group_of, n_groups, client_fraction, allowed, gen)
         idx = torch.nonzero(selected).squeeze(1)
@@ -193,19 +192,7 @@ def fedavg(
             generator=gen,
         )
         global_params = group_average(local, n_local[idx], group_of[idx], global_params)
-        s = int(idx.numel())
-        rec.record(
-            t,
-            upload="models",
-            download="models",
-            clients=s,
-            messages_up=s,
-            messages_down=s,
-            floats_up=s * p,
-            floats_down=s * p,
-            client_params=global_params[group_of],
-            global_params=global_params,
-            selected=selected,
-            assignment=group_of,
+        rec.record_server_round(
+            t, upload="models", global_params=global_params, group_of=group_of, selected=selected
         )
-    return FederatedResult(global_params[group_of], global_params, group_of, rec.history, rec.log)
+    return rec.server_result(global_params, group_of)
