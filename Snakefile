@@ -16,7 +16,11 @@ min_version("9.0")
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
 include: "workflow/rules/experiments.smk"
 include: "workflow/rules/reports.smk"
 include: "workflow/rules/targets.smk"
@@ -27,3 +31,11 @@ rule all:
     localrule: True
     input:
         all_outputs(),
+
+
+onsuccess:
+    report_timings(log)
+
+
+onerror:
+    report_timings(log)

@@ -23,3 +23,42 @@ def schema_path() -> Path:
 @pytest.fixture(scope="session")
 def test_config() -> dict:
     return load_config(REPO / "config" / "config.yaml", REPO / "config" / "test.yaml", schema_path=SCHEMA)
+
+
+@pytest.fixture(scope="session")
+def input_root(repo, test_config, tmp_path_factory) -> Path:
+    """A working directory holding every dataset as the download rules leave it, fetched
+    from the vendored copies (offline): targets that read data run against it."""
+    from networkedfl.datasets import DATASETS, fetch_dataset
+    from networkedfl.pipeline.paths import Paths, vendored_dataset
+
+    root = tmp_path_factory.mktemp("workdir")
+    for name, dataset in DATASETS.items():
+        fetch_dataset(dataset, root / Paths().raw_dataset(name), [str(vendored_dataset(repo, name))])
+    # cached artefacts, as the rule learn_mnist_graph builds them (same package function)
+    graphs = test_config.get("mnist_graphs", {})
+    if graphs:
+        from networkedfl.experiments.gtv_mnist_graph import (
+            build_mnist_graph,
+            graph_file,
+            save_mnist_graph,
+        )
+    for graph, spec in graphs.items():
+        built = build_mnist_graph(graph, spec, root / Paths().raw_dataset("mnist"), test_config["seed"])
+        save_mnist_graph(built, root / graph_file(graph))
+    return root
+
+
+@pytest.fixture(scope="session")
+def inputs_for(test_config, input_root):
+    """``inputs_for(target)``: the target's declared input files below ``input_root``."""
+    from networkedfl.pipeline.runner import job_inputs
+
+    def resolve(target: str, config: dict | None = None):
+        declared = job_inputs(config or test_config, target)
+        if not declared:
+            return None
+        return {name: str(input_root / v) if isinstance(v, str) else [str(input_root / p) for p in v]
+                for name, v in declared.items()}
+
+    return resolve

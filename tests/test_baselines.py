@@ -543,3 +543,23 @@ def test_same_seed_same_result_other_seed_other_batches():
     )
     torch.testing.assert_close(loc.client_params, ref, rtol=0, atol=0)
     assert loc.history[-1]["messages_total"] == 0
+
+
+def test_decentralized_fedavg_rejects_a_graph_with_an_isolated_client():
+    from networkedfl.graphs import GraphError
+
+    rng = np.random.default_rng(0)
+    data = ClientData.from_arrays(rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 4)))
+    graph = EmpiricalGraph(3, np.array([[0, 1]]), np.array([1.0]))
+    with pytest.raises(GraphError, match="decentralized_fedavg: .*isolated nodes.*2"):
+        decentralized_fedavg(linear_regression(2), data, graph, n_rounds=1, lr=0.1, local_epochs=1, batch_size=2)
+
+
+@pytest.mark.parametrize("field", ["features", "targets"])
+def test_client_data_with_nan_or_inf_names_the_clients(field):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((4, 5, 2)), rng.standard_normal((4, 5))
+    (x if field == "features" else y)[2, 1, ...] = np.nan
+    (x if field == "features" else y)[3, 0, ...] = np.inf
+    with pytest.raises(ValueError, match=rf"{field} contain NaN or inf \(clients \[2, 3\]\)"):
+        ClientData.from_arrays(x, y)

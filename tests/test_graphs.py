@@ -340,3 +340,23 @@ def test_subgraph_relabels_in_given_order():
     got = {(int(a), int(b)): w for (a, b), w in zip(sub.edges, sub.weights, strict=True)}
     assert got == expected
     assert len(expected) > 0
+
+
+def test_check_graph_names_isolated_nodes_zero_weight_edges_and_components():
+    from networkedfl.graphs import check_graph
+
+    g = EmpiricalGraph(5, np.array([[0, 1], [1, 2]]), np.array([1.0, 0.0]))
+    with pytest.raises(GraphError, match=r"my algorithm: .*isolated nodes.*3, 4"):
+        check_graph(g, purpose="my algorithm")
+    with pytest.raises(GraphError, match=r"weight 0 on edges \{1, 2\}"):
+        check_graph(g, purpose="x", allow_isolated=True)
+    with pytest.raises(GraphError, match="3 components"):
+        check_graph(g, purpose="x", allow_isolated=True, allow_zero_weights=True, require_connected=True)
+    ok = EmpiricalGraph(3, np.array([[0, 1], [1, 2]]), np.array([1.0, 2.0]))
+    assert check_graph(ok, purpose="x", require_connected=True) is ok
+
+
+def test_non_finite_or_negative_weights_are_rejected_at_construction():
+    for bad in (np.nan, np.inf, -1.0):
+        with pytest.raises(GraphError, match="finite|non-negative"):
+            EmpiricalGraph(2, np.array([[0, 1]]), np.array([bad]))

@@ -21,6 +21,7 @@ import scipy.sparse.csgraph  # noqa: F401  (registers sp.csgraph)
 __all__ = [
     "EmpiricalGraph",
     "GraphError",
+    "check_graph",
     "chain_of_clusters",
     "cluster_graph",
     "disjoint_union",
@@ -138,6 +139,12 @@ class EmpiricalGraph:
         """Whether the graph (ignoring weights) is connected."""
         n_comp, _ = sp.csgraph.connected_components(_structure(self), directed=False)
         return n_comp == 1
+
+    def check(self, *, purpose: str, allow_isolated: bool = False, allow_zero_weights: bool = False,
+              require_connected: bool = False) -> EmpiricalGraph:
+        """This graph, after checking it suits ``purpose``; see :func:`check_graph`."""
+        return check_graph(self, purpose=purpose, allow_isolated=allow_isolated,
+                           allow_zero_weights=allow_zero_weights, require_connected=require_connected)
 
     def subgraph(self, nodes: np.ndarray) -> EmpiricalGraph:
         """Induced subgraph on ``nodes`` (relabelled ``0 .. len(nodes) - 1`` in the given order)."""
@@ -304,3 +311,45 @@ def cluster_graph(graph: EmpiricalGraph, labels: np.ndarray | None = None) -> Em
     weights = np.bincount(inverse, weights=graph.weights[between], minlength=keys.size)
     edges = np.stack([keys // k, keys % k], axis=1)
     return EmpiricalGraph(k, edges, weights, np.arange(k))
+
+
+def _first(ids: np.ndarray, k: int = 10) -> str:
+    shown = ", ".join(str(int(i)) for i in ids[:k])
+    return shown + (f", ... ({ids.size} in all)" if ids.size > k else "")
+
+
+def check_graph(
+    graph: EmpiricalGraph,
+    *,
+    purpose: str,
+    allow_isolated: bool = False,
+    allow_zero_weights: bool = False,
+    require_connected: bool = False,
+) -> EmpiricalGraph:
+    """Check that ``graph`` suits an algorithm that needs every node linked by positive weights.
+
+    Construction already rejects negative, NaN and infinite weights.  Algorithms that
+    normalise by degrees (a GCN layer), average over neighbours, or need consensus call this
+    at their entry, so a bad graph fails with a message naming the offending nodes or edges
+    instead of producing NaNs later.
+
+    Raises
+    ------
+    GraphError
+        Naming ``purpose`` and the isolated nodes, the zero-weight edges, or the number of
+        connected components.
+    """
+    if not allow_isolated:
+        isolated = graph.isolated_nodes
+        if isolated.size:
+            raise GraphError(f"{purpose}: the graph has isolated nodes (no neighbour): {_first(isolated)}")
+    if not allow_zero_weights:
+        zero = np.flatnonzero(graph.weights <= 0)
+        if zero.size:
+            pairs = ", ".join(f"{{{a}, {b}}}" for a, b in graph.edges[zero[:10]])
+            more = f", ... ({zero.size} in all)" if zero.size > 10 else ""
+            raise GraphError(f"{purpose}: edge weights must be positive; weight 0 on edges {pairs}{more}")
+    if require_connected and not graph.is_connected():
+        n_comp, _ = sp.csgraph.connected_components(_structure(graph), directed=False)
+        raise GraphError(f"{purpose}: the graph must be connected, it has {n_comp} components")
+    return graph

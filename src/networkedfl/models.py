@@ -37,6 +37,7 @@ __all__ = [
     "DeviceLike",
     "FlatModel",
     "GeneratorLike",
+    "PaddedClients",
     "client_gradients",
     "client_losses",
     "cross_entropy",
@@ -322,8 +323,29 @@ def _targets_tensor(values: Any, dtype: torch.dtype, device: DeviceLike) -> Tens
     return t.to(dtype=torch.int64, device=device)
 
 
+class PaddedClients:
+    """Shape accessors shared by the padded per-client containers (:class:`ClientData`,
+    :class:`~networkedfl.algorithms.client_batches.ClientBatches`): ``features`` of shape
+    ``(n, m, ...)`` and ``sample_weights`` ``(n, m)``, zero weight marking padding."""
+
+    @property
+    def n_clients(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def max_samples(self) -> int:
+        """Padded length ``m``."""
+        return int(self.features.shape[1])
+
+    @property
+    def n_samples(self) -> Tensor:
+        """Total sample weight per client ``n_i = sum_j a_ij``, shape ``(n,)``: the FedAvg
+        averaging weights."""
+        return self.sample_weights.sum(dim=1)
+
+
 @dataclass(frozen=True, eq=False)
-class ClientData:
+class ClientData(PaddedClients):
     """Local datasets of ``n`` clients, padded to a common length ``m``.
 
     Attributes
@@ -358,22 +380,14 @@ class ClientData:
             )
         if not bool(torch.all(torch.isfinite(w))) or bool(torch.any(w < 0)):
             raise ValueError("sample_weights must be finite and non-negative")
+        for name, t in (("features", x), ("targets", y)):
+            if t.is_floating_point():
+                bad = torch.nonzero(~torch.isfinite(t).reshape(t.shape[0], -1).all(dim=1)).reshape(-1)
+                if bad.numel():
+                    raise ValueError(f"{name} contain NaN or inf (clients {bad[:10].tolist()})")
         if w.dtype != x.dtype:
             raise ValueError(f"sample_weights dtype {w.dtype} differs from features {x.dtype}")
 
-    @property
-    def n_clients(self) -> int:
-        return int(self.features.shape[0])
-
-    @property
-    def max_samples(self) -> int:
-        """Padded length ``m``."""
-        return int(self.features.shape[1])
-
-    @property
-    def n_samples(self) -> Tensor:
-        """Local sample counts ``n_i = sum_j a_ij``, shape ``(n,)``: the averaging weights."""
-        return self.sample_weights.sum(dim=1)
 
     @property
     def counts(self) -> Tensor:

@@ -1,11 +1,13 @@
 # Config validation, wildcard constraints and helper functions shared by all stages.
 
+import json
 from pathlib import Path
 
+from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.pipeline.config import validate_config
-from networkedfl.pipeline.paths import Paths, put_interpreter_on_path
-from networkedfl.pipeline.runner import job_settings, seeds
+from networkedfl.pipeline.paths import Paths, put_interpreter_on_path, vendored_dataset
+from networkedfl.pipeline.runner import job_inputs, job_settings, seeds
 
 # Stops the run before any job starts; the message names every offending key.
 validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -44,6 +46,29 @@ def experiment_params(wildcards):
     return config["experiments"][wildcards.target]
 
 
+def dataset_files(name):
+    """The verified files of a dataset below data/raw/<name>/."""
+    return [PATHS.raw_data(name, f) for f in get_dataset(name).files]
+
+
+def dataset_sources(name):
+    """Sources of a dataset, in order: "vendored" is the copy in this repository, a relative
+    directory is relative to the repository, anything with a scheme is a URL."""
+    resolved = []
+    for source in config["data"][name]["sources"]:
+        if source == "vendored":
+            source = str(vendored_dataset(workflow.basedir, name))
+        elif "://" not in source and not Path(source).is_absolute():
+            source = str(Path(workflow.basedir) / source)
+        resolved.append(source)
+    return resolved
+
+
+def experiment_inputs(wildcards):
+    """Named input files of a target's jobs (datasets, cached artefacts); none if synthetic."""
+    return job_inputs(config, wildcards.target)
+
+
 def raw_tables(wildcards):
     """Every job output of one target (settings x seeds)."""
     target = wildcards.target
@@ -52,6 +77,13 @@ def raw_tables(wildcards):
         for setting in job_settings(config, target)
         for seed in seeds(config, target)
     ]
+
+
+def report_caption(wildcards):
+    """Paper, figure and the exact parameters of a target, for its report captions."""
+    experiment = get_experiment(wildcards.target)
+    params = json.dumps(config["experiments"][wildcards.target], sort_keys=True)
+    return {"title": experiment.title, "source": experiment.source, "params": params, "seed": config["seed"]}
 
 
 def notebook(wildcards):
@@ -77,4 +109,21 @@ def selected_targets():
 
 
 def all_outputs():
-    return [path for target in selected_targets() for path in target_outputs(target)]
+    """Every selected target's outputs, plus the claims summary and index when all are built."""
+    outputs = [path for target in selected_targets() for path in target_outputs(target)]
+    if selected_targets() == TARGETS:
+        outputs += [PATHS.claims_summary(), PATHS.index()]
+    return outputs
+
+
+def report_timings(log_file):
+    """Print, per target, the compute time of its jobs (from their logs) when a run ends."""
+    from networkedfl.pipeline.summary import job_seconds
+
+    lines = []
+    for target in selected_targets():
+        seconds = job_seconds(sorted(Path(PATHS.logs, "run", target).glob("*/*.log")))
+        if seconds is not None:
+            lines.append(f"  {target}: {seconds:.1f} s of compute in its experiment jobs")
+    if lines:
+        print("networkedfl: compute time per target\n" + "\n".join(lines))

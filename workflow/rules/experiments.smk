@@ -3,6 +3,8 @@
 
 
 rule run_experiment:
+    input:
+        unpack(experiment_inputs),
     output:
         PATHS.raw(),
     log:
@@ -22,9 +24,11 @@ rule collect_table:
     input:
         raw_tables,
     output:
-        PATHS.table(),
+        report(PATHS.table(), caption="../report/table.rst", category="{target}"),
     log:
         PATHS.log("tables", "{target}"),
+    params:
+        caption=report_caption,
     conda:
         CONDA_ENV
     localrule: True

@@ -48,6 +48,8 @@ rule render_figure_notebook:
         PATHS.log("notebooks", "{target}"),
     conda:
         CONDA_ENV
+    params:
+        caption=report_caption,
     wildcard_constraints:
         target=_alternation(FIGURE_TARGETS),
     shell:
@@ -79,8 +81,46 @@ rule render_html:
         report(PATHS.report(), caption="../report/notebook.rst", category="{target}"),
     log:
         PATHS.log("html", "{target}"),
+    params:
+        caption=report_caption,
     conda:
         CONDA_ENV
     shell:
         "jupyter nbconvert --to html --stdout {input} > {output}.tmp 2> {log}"
         " && mv {output}.tmp {output}"
+
+
+# Claims at a glance and the index page over every configured target.
+
+
+rule claims_summary:
+    input:
+        claims=expand(PATHS.claims(), target=TARGETS),
+    output:
+        PATHS.claims_summary(),
+    log:
+        PATHS.log("summary", "claims_summary"),
+    conda:
+        CONDA_ENV
+    params:
+        targets=TARGETS,
+    localrule: True
+    script:
+        "../scripts/summarize_claims.py"
+
+
+rule index:
+    input:
+        summary=PATHS.claims_summary(),
+        outputs=[path for target in TARGETS for path in target_outputs(target)],
+    output:
+        PATHS.index(),
+    log:
+        PATHS.log("summary", "index"),
+    conda:
+        CONDA_ENV
+    params:
+        targets=TARGETS,
+    localrule: True
+    script:
+        "../scripts/render_index.py"

@@ -1,5 +1,6 @@
 """Run one job of a target (one setting, one seed) and write its tidy records."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -8,13 +9,20 @@ import _logging  # noqa: E402
 
 from networkedfl.pipeline.io import write_csv  # noqa: E402
 from networkedfl.pipeline.runner import run_job  # noqa: E402
+from networkedfl.progress import ENV_VAR  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
+# tqdm progress of long loops goes to the job's log: bars appear after 10 s, update every 10 s
+os.environ.setdefault(ENV_VAR, "1")
+os.environ.setdefault("TQDM_DELAY", "10")
+os.environ.setdefault("TQDM_MININTERVAL", "10")
 wildcards = snakemake.wildcards  # noqa: F821
 config = {
     "seed": snakemake.params.base_seed,  # noqa: F821
     "experiments": {wildcards.target: snakemake.params.experiment},  # noqa: F821
 }
-table = run_job(config, wildcards.target, wildcards.setting, int(wildcards.seed))
+inputs = {name: value if isinstance(value, str) else list(value)
+          for name, value in snakemake.input.items()}  # noqa: F821
+table = run_job(config, wildcards.target, wildcards.setting, int(wildcards.seed), inputs)
 write_csv(table, snakemake.output[0])  # noqa: F821
 log.info("wrote %s", snakemake.output[0])  # noqa: F821

@@ -224,6 +224,8 @@ def decentralized_fedavg(
     n = data.n_clients
     if graph.n_nodes != n:
         raise ValueError(f"the graph has {graph.n_nodes} nodes but there are {n} clients")
+    # gossip reaches consensus only on a connected graph; the Laplacian rule mixes by weight
+    graph.check(purpose="decentralized_fedavg", require_connected=True, allow_zero_weights=rule != "laplacian")
     gen = make_generator(generator)
     w_mix = mixing_matrix(graph, rule, alpha)
     messages_per_step = int(w_mix.nnz - np.count_nonzero(w_mix.diagonal()))

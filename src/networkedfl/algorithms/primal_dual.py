@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from ..graphs import EmpiricalGraph, GraphError
 from ..losses import LocalLoss
 from ..penalties import Penalty, get_penalty
+from ..progress import show_progress
 
 __all__ = [
     "FeasibleDualMap",
@@ -245,7 +246,7 @@ def gtv_primal_dual(
     gap_tol: float | None = None,
     gap_every: int = 10,
     callback: Callable[[IterationState], bool | None] | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> PrimalDualResult:
     """GTV minimisation by the primal-dual method (GTV Algorithm 1).
 
@@ -276,7 +277,7 @@ def gtv_primal_dual(
         History hook called with an :class:`IterationState` after every iteration; a
         return value of ``True`` stops the iteration.
     progress
-        Show a tqdm progress bar.
+        Show a tqdm progress bar (``None``: as :func:`networkedfl.progress.show_progress` decides).
     """
     penalty = get_penalty(penalty)
     default_tau, default_sigma = default_step_sizes(graph) if tau is None else (None, None)
@@ -313,7 +314,7 @@ def gtv_primal_dual(
     converged = False
     feasible_map = None
     k = 0
-    for k in tqdm(range(1, n_iter + 1), disable=not progress, desc="primal-dual", leave=False):
+    for k in tqdm(range(1, n_iter + 1), disable=not show_progress(progress), desc="primal-dual", leave=False):
         # fresh temporaries updated in place: w and u may be held by the callback
         w_hat = _sparse_product(incidence_t, u, columnwise)
         w_hat *= -tau_col

@@ -6,7 +6,11 @@ An :class:`Experiment` bundles what the pipeline needs to build one target:
   GTV penalty); each job is run once per seed;
 * ``run(params, setting, seed, base_seed)``: a pure function returning the job's tidy
   records (a :class:`pandas.DataFrame` in long format with ``metric`` and ``value``);
-* ``claims(table, params)``: the paper's claims evaluated on the collected table.
+* ``claims(table, params)``: the paper's claims evaluated on the collected table;
+* ``inputs(params)`` (optional): the files a job reads, by name (dataset files, cached
+  artefacts such as a graph learnt from data), as paths relative to the working directory.
+  The pipeline makes them inputs of every job of the target, and ``run`` then receives them
+  as a keyword argument ``inputs`` (a mapping from name to a path or a list of paths).
 
 Experiments are configuration: targets that differ only in parameters share one ``run``.
 """
@@ -54,6 +58,7 @@ class Experiment:
     run: Callable[[Params, str, int, int], pd.DataFrame]
     claims: Callable[[pd.DataFrame, Params], list[Claim]]
     settings: Callable[[Params], list[str]] = _single_setting
+    inputs: Callable[[Params], Mapping[str, str | list[str]]] | None = None
 
     @property
     def has_figure(self) -> bool:

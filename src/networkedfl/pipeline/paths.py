@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Paths", "find_repo_root", "put_interpreter_on_path"]
+__all__ = ["Paths", "find_repo_root", "put_interpreter_on_path", "vendored_dataset"]
 
 
 def put_interpreter_on_path() -> None:
@@ -43,6 +43,7 @@ class Paths:
 
     results: Path = Path("results")
     logs: Path = Path("logs")
+    data: Path = Path("data")
 
     def raw(self, target: str = "{target}", setting: str = "{setting}", seed: str | int = "{seed}") -> str:
         return str(self.results / "raw" / target / setting / f"seed-{seed}.csv")
@@ -67,3 +68,28 @@ class Paths:
 
     def log(self, stage: str, name: str) -> str:
         return str(self.logs / stage / f"{name}.log")
+
+    def claims_summary(self) -> str:
+        """One row per target: claims evaluated and passed."""
+        return str(self.results / "claims" / "summary.csv")
+
+    def index(self) -> str:
+        """The page linking every target's outputs."""
+        return str(self.results / "index.html")
+
+    def raw_data(self, dataset: str = "{dataset}", filename: str = "{filename}") -> str:
+        """A verified dataset file, as placed by the dataset's download rule."""
+        return str(self.data / "raw" / dataset / filename)
+
+    def raw_dataset(self, dataset: str) -> str:
+        """The folder holding a dataset's downloaded files."""
+        return str(self.data / "raw" / dataset)
+
+    def cache(self, kind: str = "{kind}", key: str = "{key}", ext: str = "npz") -> str:
+        """An intermediate artefact shared by several jobs (e.g. a graph learnt from data)."""
+        return str(self.results / "cache" / kind / f"{key}.{ext}")
+
+
+def vendored_dataset(repo: str | Path, dataset: str) -> Path:
+    """The copy of a dataset shipped in the repository (``data/vendored/<dataset>``)."""
+    return Path(repo) / "data" / "vendored" / dataset

@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..experiments import get_experiment
 
-__all__ = ["collect_tables", "evaluate_claims", "job_settings", "run_job", "seeds"]
+__all__ = ["collect_tables", "evaluate_claims", "job_inputs", "job_settings", "run_job", "seeds"]
 
 log = logging.getLogger(__name__)
 
@@ -28,16 +29,43 @@ def job_settings(config: Mapping[str, Any], target: str) -> list[str]:
     return get_experiment(target).settings(config["experiments"][target])
 
 
-def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int) -> pd.DataFrame:
-    """Run one job of ``target`` and return its tidy records."""
+def job_inputs(config: Mapping[str, Any], target: str) -> dict[str, str | list[str]]:
+    """The files every job of ``target`` reads, by name (empty for synthetic experiments)."""
+    experiment = get_experiment(target)
+    if experiment.inputs is None:
+        return {}
+    return dict(experiment.inputs(config["experiments"][target]))
+
+
+def _missing(inputs: Mapping[str, str | list[str]]) -> list[str]:
+    paths = [p for v in inputs.values() for p in ([v] if isinstance(v, str) else v)]
+    return [p for p in paths if not Path(p).is_file()]
+
+
+def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
+            inputs: Mapping[str, str | list[str]] | None = None) -> pd.DataFrame:
+    """Run one job of ``target`` and return its tidy records.
+
+    ``inputs`` are the job's input files by name; by default the target's declared inputs
+    below the current directory (see :func:`job_inputs`), which must exist.
+    """
     experiment = get_experiment(target)
     params = config["experiments"][target]
     settings = experiment.settings(params)
     if setting not in settings:
         raise ValueError(f"{target} has no setting {setting!r}; settings: {settings}")
+    extra: dict[str, Any] = {}
+    if experiment.inputs is not None:
+        inputs = job_inputs(config, target) if inputs is None else inputs
+        missing = _missing(inputs)
+        if missing:
+            raise FileNotFoundError(
+                f"{target} reads files that do not exist: {', '.join(missing)} "
+                f"(the pipeline builds them, e.g. `snakemake {target}`)")
+        extra["inputs"] = inputs
     start = time.perf_counter()
     log.info("running %s, setting %s, seed %s", target, setting, seed)
-    table = experiment.run(params, setting, int(seed), int(config["seed"]))
+    table = experiment.run(params, setting, int(seed), int(config["seed"]), **extra)
     log.info("finished %s/%s/seed-%s: %d rows in %.1f s", target, setting, seed, len(table),
              time.perf_counter() - start)
     return table

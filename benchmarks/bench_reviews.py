@@ -1,0 +1,123 @@
+"""Cost of the review-corpus experiment (gfl_fig10_4_reviews_nlp) by component.
+
+Prints seconds for: reading and tokenising the corpus, building the shared task (vocabulary,
+windows, PPMI-SVD embedding, client graph), one batched mini-batch gradient of all 16
+clients, one BiG-FL lower-level gradient, one BiG-FL hyper-gradient (10.20) with K Neumann
+terms, and one evaluation of the test loss; then the projected time of one job per method.
+Figures only: nothing is asserted.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_reviews.py                  # vocab 1000
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_reviews.py --vocab 1000 2000 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from networkedfl.algorithms.bigfl import (
+    Embedding,
+    hypergradient,
+    lower_gradients,
+    negative_samples,
+    normalized_adjacency,
+)
+from networkedfl.algorithms.client_batches import ClientBatches, batch_gradients
+from networkedfl.datasets.reviews import DOMAINS, read_review_file, review_files
+from networkedfl.experiments.gfl_reviews_nlp import (
+    _Evaluator,
+    _hidden_projection,
+    _padded,
+    prepare_review_task,
+)
+from networkedfl.language_model import NPLMLayout, nplm
+from networkedfl.pipeline.config import load_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def timed(fn, repeats: int = 1):
+    fn()  # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        out = fn()
+    return (time.perf_counter() - start) / repeats, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--vocab", type=int, nargs="+", default=[1000])
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    base = load_config(REPO / "config" / "config.yaml")["experiments"]["gfl_fig10_4_reviews_nlp"]
+    corpus = REPO / "data" / "vendored" / "reviews"
+    files = [str(corpus / name) for name in review_files(DOMAINS)]
+
+    start = time.perf_counter()
+    for name in files:
+        read_review_file(name).tokens()
+    print(f"read + tokenise 32 files: {time.perf_counter() - start:.2f} s")
+
+    for vocab in args.vocab:
+        bench(vocab, base, files, args.repeats)
+
+
+def bench(vocab: int, base: dict, files: list[str], repeats: int) -> None:
+    """Time the components at one vocabulary size and print them."""
+    params = copy.deepcopy(base)
+    params["vocab_size"] = vocab
+    start = time.perf_counter()
+    task = prepare_review_task(params, files, np.random.default_rng(0))
+    prep = time.perf_counter() - start
+    layout = NPLMLayout(len(task.vocabulary), 100, 200)
+    model = nplm(layout, embedding=task.embedding)
+    gen = torch.Generator().manual_seed(0)
+    theta = layout.zero_absent_rows(model.initial_params(gen), task.present).float()
+    mask = torch.as_tensor(layout.frozen_rows_mask(task.present))
+    x, y, w = _padded(task.train, torch, "cpu")
+    data = ClientBatches(x, y, w)
+    b = int(params["batch_size"])
+    grads = batch_gradients(model)
+    t_grad, _ = timed(lambda: grads(theta, *data.sample(b, gen)), repeats)
+    spec = params["bigfl"]
+    proj = _hidden_projection(layout, int(spec["projection_dim"]), np.random.default_rng(1),
+                              torch.float32, "cpu")
+    emb = Embedding(proj, layout.n_params, torch.float32, torch.device("cpu"))
+    prop = normalized_adjacency(task.graph, dtype=torch.float32)
+    n = prop.shape[0]
+    neighbours = (prop > 0).float() * (1 - torch.eye(n))
+    phi = torch.eye(emb.dim)
+    anchor = torch.zeros(n, emb.dim)
+    t_lower, _ = timed(lambda: lower_gradients(
+        model, theta, phi, prop, data.sample(b, gen), lam=0.1, kappa=0.01, embedding=emb,
+        anchor=anchor, mask=mask), repeats)
+    k = int(spec["neumann_terms"])
+    t_hyper, _ = timed(lambda: hypergradient(
+        model, theta, phi, prop, neighbours, negative_samples(neighbours, 10, gen),
+        data.sample(b, gen), lam=0.1, kappa=0.01, lam_upper=0.1, embedding=emb,
+        neumann_terms=k, neumann_scale=0.1, mask=mask), 1)
+    evaluate = _Evaluator(model, task.test, torch.float32, "cpu")
+    t_eval, _ = timed(lambda: evaluate(theta), 1)
+    rounds, steps = int(params["rounds"]), int(params["local_steps"])
+    evals = rounds // int(params.get("eval_every", 1)) + 1
+    plain = prep + rounds * steps * t_grad + evals * t_eval
+    big = prep + rounds * (steps * t_lower + t_hyper) + evals * t_eval
+    print(f"\nV = {len(task.vocabulary)} (vocab_size {vocab}), P = {layout.n_params:,} per client, "
+          f"{sum(len(t) for t in task.test)} test windows")
+    print(f"  prepare task (vocabulary, windows, PPMI-SVD, graph): {prep:6.2f} s")
+    print(f"  mini-batch gradient, 16 clients x {b} windows:       {t_grad:6.2f} s")
+    print(f"  BiG-FL lower-level gradient:                          {t_lower:6.2f} s")
+    print(f"  BiG-FL hyper-gradient, K = {k}:                         {t_hyper:6.2f} s")
+    print(f"  test-loss evaluation:                                 {t_eval:6.2f} s")
+    print(f"  projected job ({rounds} rounds x {steps} steps, {evals} evaluations): FedAvg/DFL/FeSEM "
+          f"~{plain:.0f} s, BiG-FL ~{big:.0f} s, all five ~{4 * plain + big:.0f} s of one core")
+
+
+if __name__ == "__main__":
+    main()

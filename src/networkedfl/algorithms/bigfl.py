@@ -1,0 +1,436 @@
+"""BiG-FL, bilevel optimisation enhanced graph-aided FL (the chapter, Sec. 10.4, Algorithm 4).
+
+Problem (P3), eq. (10.12): the upper level (UL, the server) learns a GCN-style layer
+``phi`` (``d x d``, initialised to ``I``) by link prediction on the clients' graph; the
+lower level (LL, the clients) is the game of eq. (10.16) whose players fit their data
+while staying near their graph embedding.
+
+Notation (``n`` clients, flat models ``theta_i`` of length ``P``, ``Theta`` their ``(n, P)``
+stack):
+
+* embeddings ``U = E(Theta)`` ``(n, d)``: a fixed linear map of every client's parameters
+  (default the identity, ``d = P``: "each uploaded LL weight ... flattened", Sec. 10.5.1);
+* propagation ``L = D~^{-1/2} (A + I) D~^{-1/2}`` (:func:`normalized_adjacency`, the GCN
+  matrix of eq. (10.13)) and node embeddings ``H = L U phi`` (eq. (10.13));
+* UL loss, eq. (10.14) (:func:`upper_loss`)::
+
+      f = (1/n) sum_i sum_{j in N_i} (1 - cos(H_i, H_j))
+          + (1/n) sum_i mean_{j in P_i} max(0, cos(H_i, H_j)) + (lam_UL/2) ||phi - I||_F^2
+
+  where ``P_i`` is a fresh draw of ``n_negatives`` non-neighbours of ``i`` (without
+  replacement) every round (:func:`negative_samples`);
+* LL loss of client ``i``, eq. (10.17): ``f_i(theta_i) + (lam/2) R_i + (kappa/2)
+  ||theta_i||^2`` with ``f_i`` the model's local loss (``model.loss``; the chapter's
+  ``(1/2) E ||Y - h(X)||^2`` for a half-squared-error sample loss) and, eq. (10.18),
+
+      R_i = || sum_{j != i} L_ij u_j phi + L_ii u_i phi - u_i ||^2 = || (L U phi - U)_i ||^2.
+
+  Its gradient in ``u_i`` (the neighbours' part held fixed) is
+  ``2 (L_ii r_i phi^T - r_i)`` with ``r_i = (L U phi - U)_i``, mapped back to ``theta_i`` by
+  ``E^T`` (:func:`lower_gradients`).
+
+Algorithm 4, every round ``t``: the server sends each client ``(L_i,: - L_ii) U^t phi^t``
+(fixed during the round) and ``L_ii``; each client takes ``tau`` mini-batch SGD steps (10.19)
+with step ``beta``; the server forms ``H`` from the new models and updates ``phi`` with the
+hyper-gradient of eq. (10.20) and step ``alpha`` (:func:`hypergradient`).
+
+Hyper-gradient (10.20).  With ``F(Theta, phi)`` the stacked LL gradients ``grad_{theta_i}
+g_i`` (the neighbours' models live, so ``dF/dTheta`` is the Jacobian of the game, not only
+its block diagonal), the implicit function theorem gives
+
+    grad l(phi) = grad_phi f - (dF/dphi)^T (dF/dTheta)^{-T} grad_Theta f,
+
+eq. (10.20) with the chapter's ``grad^2_{phi theta} G`` = ``(dF/dphi)^T`` and
+``grad^2_{theta theta} G`` = ``dF/dTheta``, evaluated at the new LL iterate (an approximate
+LL solution) on a fresh mini-batch.  **Inverse-Hessian approximation**: the product
+``(dF/dTheta)^{-T} v`` is replaced by the truncated Neumann series
+
+    (dF/dTheta)^{-T} v  ~  eta sum_{k=0}^{K-1} (I - eta (dF/dTheta)^T)^k v
+
+(Ghadimi & Wang 2018, the chapter's [5]) with ``K = neumann_terms`` and ``eta =
+neumann_scale`` (default the LL step ``beta``), computed with ``K`` vector-Jacobian products
+and no Hessian in memory.  It converges to the exact product when the eigenvalues of
+``eta dF/dTheta`` lie in ``(0, 2)`` (strongly convex LL problems with ``eta`` below ``2 /
+smoothness``, the chapter's assumption "kappa sufficiently large").  ``inverse="exact"``
+solves the linear system densely instead (tiny problems and tests only).
+
+A per-client mask freezes coordinates in the LL steps and restricts the implicit system to
+the trainable coordinates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.func import vjp
+from tqdm.auto import tqdm
+
+from ..graphs import EmpiricalGraph
+from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator, require_generator
+from ._result import (
+    Callback,
+    FederatedResult,
+    _check_positive_int,
+    _initial_rows,
+    _itemsize,
+    _Recorder,
+)
+from .client_batches import StepSize, as_batches, batch_gradients, check_mask, freeze, step_size
+
+__all__ = [
+    "BiGFLResult",
+    "Embedding",
+    "bigfl",
+    "hypergradient",
+    "lower_gradients",
+    "negative_samples",
+    "normalized_adjacency",
+    "upper_loss",
+]
+
+Inverse = Literal["neumann", "exact"]
+
+
+@dataclass(frozen=True, eq=False)
+class BiGFLResult(FederatedResult):
+    """:class:`FederatedResult` of BiG-FL plus the final UL layer ``phi`` ``(d, d)``.
+
+    ``client_params`` are the clients' LL models, ``global_params`` the same rows (every
+    client its own model), ``assignment`` ``arange(n)``.
+    """
+
+    phi: Tensor
+
+
+class Embedding:
+    """The fixed linear map ``E``: ``(n, P)`` parameters to ``(n, d)`` UL inputs.
+
+    ``None``: identity (``d = P``); a ``(P, d)`` tensor ``M``: ``U = Theta M``; a callable:
+    any linear torch function of the ``(n, P)`` stack (its transpose is taken by
+    :func:`torch.func.vjp`).
+    """
+
+    def __init__(self, spec: None | Tensor | Callable[[Tensor], Tensor], n_params: int,
+                 dtype: torch.dtype, device: torch.device) -> None:
+        self.matrix: Tensor | None = None
+        self.fn: Callable[[Tensor], Tensor] | None = None
+        if spec is None:
+            self.dim = n_params
+        elif callable(spec) and not isinstance(spec, Tensor):
+            self.fn = spec
+            self.dim = int(spec(torch.zeros(1, n_params, dtype=dtype, device=device)).shape[1])
+        else:
+            m = spec if isinstance(spec, Tensor) else torch.as_tensor(np.asarray(spec))
+            m = m.to(dtype=dtype, device=device)
+            if m.ndim != 2 or m.shape[0] != n_params:
+                raise ValueError(f"embedding matrix must be ({n_params}, d), got {tuple(m.shape)}")
+            self.matrix, self.dim = m, int(m.shape[1])
+
+    def __call__(self, theta: Tensor) -> Tensor:
+        if self.matrix is not None:
+            return theta @ self.matrix
+        if self.fn is not None:
+            return self.fn(theta)
+        return theta
+
+    def transpose(self, grad_u: Tensor, theta: Tensor) -> Tensor:
+        """``E^T`` applied to a ``(n, d)`` gradient: the gradient in ``Theta``."""
+        if self.matrix is not None:
+            return grad_u @ self.matrix.T
+        if self.fn is not None:
+            return vjp(self.fn, theta)[1](grad_u)[0]
+        return grad_u
+
+
+def normalized_adjacency(
+    graph: EmpiricalGraph | np.ndarray | Tensor, *, dtype: torch.dtype = torch.float64,
+    device: DeviceLike = "cpu",
+) -> Tensor:
+    """``D~^{-1/2} (A + I) D~^{-1/2}`` with ``D~_ii = sum_j (A + I)_ij`` (eq. (10.13); Kipf &
+    Welling 2017), dense ``(n, n)``.  ``graph`` is an :class:`EmpiricalGraph` (edge weights
+    as ``A``) or an adjacency matrix."""
+    if isinstance(graph, EmpiricalGraph):
+        # every client needs a linked neighbour (the positive pairs of (10.14))
+        graph.check(purpose="BiG-FL")
+        a = torch.as_tensor(graph.adjacency.toarray())
+    else:
+        a = graph if isinstance(graph, Tensor) else torch.as_tensor(np.asarray(graph, dtype=float))
+    a = a.to(dtype=dtype, device=device)
+    a_tilde = a + torch.eye(a.shape[0], dtype=dtype, device=device)
+    d = a_tilde.sum(dim=1).rsqrt()
+    return d[:, None] * a_tilde * d[None, :]
+
+
+def negative_samples(
+    neighbours: Tensor, n_negatives: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """``n_negatives`` tail nodes per head node among its non-neighbours (self excluded),
+    drawn uniformly without replacement: indices ``(n, k)`` and weights ``(n, k)`` (1, or 0
+    where a node has fewer than ``k`` non-neighbours)."""
+    n = neighbours.shape[0]
+    k = min(int(n_negatives), n)
+    keys = torch.rand((n, n), generator=generator, dtype=torch.float64).to(neighbours.device)
+    blocked = neighbours.bool() | torch.eye(n, dtype=torch.bool, device=neighbours.device)
+    keys = keys.masked_fill(blocked, 2.0)
+    vals, idx = torch.topk(keys, k, dim=1, largest=False)
+    return idx, (vals < 2.0).to(torch.float64)
+
+
+def _cosine_matrix(h: Tensor, eps: float = 1e-12) -> Tensor:
+    hn = h / h.norm(dim=1, keepdim=True).clamp_min(eps)
+    return hn @ hn.T
+
+
+def upper_loss(
+    phi: Tensor, u: Tensor, prop: Tensor, neighbours: Tensor, neg_idx: Tensor, neg_w: Tensor,
+    lam_upper: float,
+) -> Tensor:
+    """The UL objective (10.14) at ``phi`` for embeddings ``u`` ``(n, d)``.
+
+    ``neighbours`` ``(n, n)`` 0/1 adjacency (the sum over ``N_i``), ``neg_idx``/``neg_w`` the
+    negative samples (the expectation over ``P_i`` as their weighted mean).
+    """
+    n = u.shape[0]
+    h = prop @ (u @ phi)
+    cos = _cosine_matrix(h)
+    positive = (neighbours * (1.0 - cos)).sum() / n
+    neg_cos = torch.gather(cos, 1, neg_idx).clamp_min(0.0)
+    w = neg_w.to(cos.dtype)
+    negative = ((w * neg_cos).sum(dim=1) / w.sum(dim=1).clamp_min(1.0)).sum() / n
+    eye = torch.eye(phi.shape[0], dtype=phi.dtype, device=phi.device)
+    return positive + negative + 0.5 * lam_upper * ((phi - eye) ** 2).sum()
+
+
+def lower_gradients(
+    model: FlatModel,
+    theta: Tensor,
+    phi: Tensor,
+    prop: Tensor,
+    batch: tuple[Tensor, Tensor, Tensor],
+    *,
+    lam: float,
+    kappa: float,
+    embedding: Embedding,
+    anchor: Tensor | None = None,
+    mask: Tensor | None = None,
+) -> Tensor:
+    """Stacked mini-batch LL gradients ``grad_{theta_i} g_i`` of eq. (10.17), ``(n, P)``.
+
+    ``anchor`` ``(n, d)``: the server's fixed ``(L_i,: - L_ii) U phi`` (Algorithm 4, line 4);
+    ``None``: computed from ``theta`` itself (the game map whose Jacobian enters (10.20)).
+    """
+    x, y, w = batch
+    data = batch_gradients(model)(theta, x, y, w)
+    u = embedding(theta)
+    diag = torch.diagonal(prop)
+    if anchor is None:
+        r = prop @ (u @ phi) - u
+    else:
+        r = anchor + diag[:, None] * (u @ phi) - u
+    grad_u = lam * (diag[:, None] * (r @ phi.T) - r)      # (lam/2) * dR_i/du_i
+    g = data + embedding.transpose(grad_u, theta) + kappa * theta
+    return g if mask is None else g * mask
+
+
+def hypergradient(
+    model: FlatModel,
+    theta: Tensor,
+    phi: Tensor,
+    prop: Tensor,
+    neighbours: Tensor,
+    negatives: tuple[Tensor, Tensor],
+    batch: tuple[Tensor, Tensor, Tensor],
+    *,
+    lam: float,
+    kappa: float,
+    lam_upper: float,
+    embedding: Embedding,
+    neumann_terms: int = 5,
+    neumann_scale: float = 1e-3,
+    inverse: Inverse = "neumann",
+    mask: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """The hyper-gradient of eq. (10.20) at ``(theta, phi)`` and the UL loss there.
+
+    See the module docstring for the formula and the inverse-Hessian approximation
+    (``inverse="neumann"``: ``neumann_terms`` terms with scale ``neumann_scale``;
+    ``"exact"``: a dense solve of the ``nP x nP`` system, for tiny problems).
+
+    Returns
+    -------
+    (Tensor, Tensor)
+        ``(d, d)`` hyper-gradient and the scalar UL loss ``f(phi, theta)``.
+    """
+    neg_idx, neg_w = negatives
+
+    def ul(ph: Tensor, th: Tensor) -> Tensor:
+        return upper_loss(ph, embedding(th), prop, neighbours, neg_idx, neg_w, lam_upper)
+
+    loss, ul_vjp = vjp(ul, phi, theta)
+    g_phi, g_theta = ul_vjp(torch.ones_like(loss))
+    if mask is not None:
+        g_theta = g_theta * mask
+
+    def game(th: Tensor, ph: Tensor) -> Tensor:
+        return lower_gradients(model, th, ph, prop, batch, lam=lam, kappa=kappa,
+                               embedding=embedding, mask=mask)
+
+    _, game_vjp = vjp(game, theta, phi)
+    if inverse == "neumann":
+        terms = _check_positive_int(neumann_terms, "neumann_terms", allow_zero=False)
+        v = g_theta
+        acc = v.clone()
+        for _ in range(terms - 1):
+            jt_v = game_vjp(v)[0]
+            if mask is not None:
+                jt_v = jt_v * mask
+            v = v - neumann_scale * jt_v
+            acc = acc + v
+        w = neumann_scale * acc
+    elif inverse == "exact":
+        w = _exact_solve(game, theta, phi, g_theta, mask)
+    else:
+        raise ValueError(f"inverse must be 'neumann' or 'exact', got {inverse!r}")
+    return g_phi - game_vjp(w)[1], loss.detach()
+
+
+def _exact_solve(game: Callable[[Tensor, Tensor], Tensor], theta: Tensor, phi: Tensor,
+                 rhs: Tensor, mask: Tensor | None) -> Tensor:
+    """``w`` with ``(dF/dTheta)^T w = rhs`` on the trainable coordinates (dense Jacobian)."""
+    jac = torch.func.jacrev(lambda th: game(th, phi))(theta)
+    size = theta.numel()
+    jac = jac.reshape(size, size)
+    free = torch.ones(size, dtype=torch.bool, device=theta.device) if mask is None else mask.reshape(-1) > 0
+    sub = jac[free][:, free]
+    sol = torch.linalg.solve(sub.T, rhs.reshape(-1)[free])
+    w = torch.zeros(size, dtype=theta.dtype, device=theta.device)
+    w[free] = sol
+    return w.reshape(theta.shape)
+
+
+def bigfl(
+    model: FlatModel,
+    data: Any,
+    graph: EmpiricalGraph | np.ndarray | Tensor,
+    *,
+    n_rounds: int,
+    local_steps: int,
+    lr_lower: StepSize,
+    lr_upper: StepSize,
+    batch_size: int | None,
+    lam: float,
+    kappa: float,
+    lam_upper: float | None = None,
+    n_negatives: int = 10,
+    neumann_terms: int = 5,
+    neumann_scale: float | None = None,
+    inverse: Inverse = "neumann",
+    embedding: None | Tensor | Callable[[Tensor], Tensor] = None,
+    mask: Any = None,
+    init: Tensor | np.ndarray | None = None,
+    generator: GeneratorLike | None = None,
+    callback: Callback | None = None,
+    device: DeviceLike = "cpu",
+    dtype: torch.dtype = torch.float64,
+    progress: bool = False,
+) -> BiGFLResult:
+    """BiG-FL (the chapter, Algorithm 4, eqs. (10.12)-(10.20)).
+
+    Parameters
+    ----------
+    model, data
+        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`; ``model.loss`` is the data term
+        of the LL loss (10.17).
+    graph
+        The clients' graph (:class:`EmpiricalGraph` or adjacency matrix): ``N_i`` in (10.14)
+        and ``A`` in ``L``.
+    n_rounds, local_steps
+        Rounds ``T`` and LL steps ``tau`` per round.
+    lr_lower, lr_upper
+        ``beta`` (number or schedule of the LL iteration) and ``alpha`` (number or schedule
+        of the round).
+    batch_size
+        LL mini-batch size (also the mini-batch of the Jacobians in (10.20)).
+    lam, kappa
+        ``lambda`` and ``kappa`` of the LL loss (10.17).
+    lam_upper
+        ``lambda`` of the UL loss (10.14) (default ``lam``).
+    n_negatives
+        Negative tails per head node per round.
+    neumann_terms, neumann_scale, inverse
+        Inverse-Hessian approximation (module docstring); ``neumann_scale`` defaults to
+        ``beta`` at the round's first LL step.
+    embedding
+        The linear map ``E`` (:class:`Embedding`): ``None`` (identity), ``(P, d)`` matrix or
+        linear callable; ``phi`` is ``d x d``.
+    mask
+        Optional ``(n, P)`` 0/1 mask of trainable coordinates per client.
+    init
+        ``(P,)`` common start or ``(n, P)``; ``None``: one draw of ``model.init``.
+    generator, callback, device, dtype, progress
+        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the generator draws mini-batches
+        and negative samples; it is required).
+
+    Returns
+    -------
+    BiGFLResult
+        The LL models, ``phi``, history rows with ``upper_loss`` (UL loss (10.14) at the
+        round's new models, before the ``phi`` step), ``phi_distance`` ``||phi - I||_F``
+        after it and ``step``.
+    """
+    device = torch.device(device)
+    n_rounds = _check_positive_int(n_rounds, "n_rounds")
+    tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
+    for name, value in (("lam", lam), ("kappa", kappa)):
+        if not value >= 0:
+            raise ValueError(f"{name} must be non-negative, got {value}")
+    lam_upper = float(lam if lam_upper is None else lam_upper)
+    source = as_batches(data, dtype, device)
+    n, p = source.n_clients, model.n_params
+    gen = require_generator(make_generator(generator), "BiG-FL (negative sampling)")
+    mask_t = check_mask(mask, n, p, dtype, device)
+    emb = Embedding(embedding, p, dtype, device)
+    prop = normalized_adjacency(graph, dtype=dtype, device=device)
+    if prop.shape != (n, n):
+        raise ValueError(f"the graph has {prop.shape[0]} nodes but there are {n} clients")
+    neighbours = (prop > 0).to(dtype) * (1 - torch.eye(n, dtype=dtype, device=device))
+    diag = torch.diagonal(prop)
+    theta = _initial_rows(model, init, n, gen, dtype, device, "client")
+    phi = torch.eye(emb.dim, dtype=dtype, device=device)
+    rec = _Recorder(callback, _itemsize(dtype))
+    everyone = torch.ones(n, dtype=torch.bool, device=device)
+    own = torch.arange(n, device=device)
+    d = emb.dim
+    t = 0
+    for r in tqdm(range(1, n_rounds + 1), desc="BiG-FL", disable=not progress):
+        # server -> clients: (L_i,: - L_ii) U^t phi^t, phi^t and L_ii (Algorithm 4, line 4)
+        u_phi = emb(theta) @ phi
+        anchor = prop @ u_phi - diag[:, None] * u_phi
+        eta = step_size(lr_lower, t) if neumann_scale is None else float(neumann_scale)
+        for _ in range(tau):                                    # LL steps (10.19)
+            g = lower_gradients(model, theta, phi, prop, source.sample(batch_size, gen),
+                                lam=lam, kappa=kappa, embedding=emb, anchor=anchor, mask=mask_t)
+            theta = freeze(theta - step_size(lr_lower, t) * g, theta, mask_t)
+            t += 1
+        # UL step with the hyper-gradient (10.20) at the new models
+        negatives = negative_samples(neighbours, n_negatives, gen)
+        hyper, f_value = hypergradient(
+            model, theta, phi, prop, neighbours, negatives, source.sample(batch_size, gen),
+            lam=lam, kappa=kappa, lam_upper=lam_upper, embedding=emb,
+            neumann_terms=neumann_terms, neumann_scale=eta, inverse=inverse, mask=mask_t,
+        )
+        phi = phi - step_size(lr_upper, r - 1) * hyper
+        eye = torch.eye(d, dtype=dtype, device=device)
+        rec.record(
+            r, upload="models", download="embeddings+phi", clients=n, messages_up=n,
+            messages_down=n, floats_up=n * p, floats_down=n * (d + d * d + 1),
+            client_params=theta, global_params=theta, selected=everyone, assignment=own,
+            extra={"upper_loss": float(f_value), "phi_distance": float(torch.linalg.norm(phi - eye)),
+                   "step": t},
+        )
+    return BiGFLResult(theta, theta, own, rec.history, rec.log, phi)

@@ -1,0 +1,394 @@
+"""Decentralised federated learning: DFL-SGD and DFL-GT (the chapter, Sec. 10.2, Algorithm 1).
+
+``n`` clients on a communication graph hold models ``theta_i`` (the rows of one ``(n, P)``
+matrix) and minimise ``(1/n) sum_i f_i`` subject to consensus, problem (P1), eq. (10.1).
+Every iteration ``t`` each client draws a mini-batch and computes ``g_i^t =
+grad_hat f_i(theta_i^t)``, eq. (10.2); every ``tau`` iterations (``mod(t, tau) = 0``) the
+clients also average with their neighbours through a doubly stochastic mixing matrix ``W``
+(:func:`~networkedfl.algorithms.gossip.mixing_matrix`).
+
+DFL-SGD, eqs. (10.3)-(10.4) (``order="dsgd"``, the chapter's form)::
+
+    theta^{t+1} = W theta^t - alpha^t g^t      if mod(t, tau) = 0
+    theta^{t+1} =   theta^t - alpha^t g^t      otherwise
+
+``order="atc"`` (adapt-then-combine) mixes after the gradient step instead,
+``theta^{t+1} = W (theta^t - alpha^t g^t)`` when ``mod(t + 1, tau) = 0``: with ``W =
+11^T/n`` a round of ``tau`` steps is then exactly one FedAvg round of ``tau`` local steps
+(the literal form (10.4) evaluates the gradient at the un-mixed ``theta_i^t`` and is not).
+
+DFL-GT, gradient tracking, eqs. (10.5)-(10.6)::
+
+    theta^{t+1} = W theta^t - alpha^t v^t                       (plain theta^t off rounds)
+    v^{t+1}     = W v^t + g^{t+1} - g^t                          (plain v^t off rounds)
+
+where ``v`` is the tracker (the chapter's ``vartheta``).  The chapter initialises the tracker
+at 0; with the gradient before the first iteration also taken as 0, the recursion's first
+update gives ``v^0 = 0 + g^0 - 0 = g^0``, which is what is run.  Then, ``W`` being doubly
+stochastic, ``mean_i v_i^t = mean_i g_i^t`` at every step (the tracker follows the network's
+average stochastic gradient).  (Starting the recursion from ``v^0 = 0`` with ``g^{-1} = g^0``
+would keep ``mean v^t = mean g^t - mean g^0`` forever, i.e. the method would stop where the
+average gradient returns to its initial value.)
+
+Everything is batched over clients: one ``vmap(grad(...))`` call per step and one sparse
+(or dense) product with ``W`` per gossip.  A per-client mask freezes parameters
+(:func:`~networkedfl.algorithms.client_batches.freeze`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..graphs import EmpiricalGraph
+from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
+from ._result import (
+    Callback,
+    FederatedResult,
+    _check_positive_int,
+    _initial_rows,
+    _itemsize,
+    _Recorder,
+)
+from .client_batches import (
+    StepSize,
+    as_batches,
+    batch_gradients,
+    check_mask,
+    freeze,
+    step_size,
+)
+from .gossip import consensus_distance, mixing_matrix, to_torch_sparse
+
+__all__ = [
+    "DFLState",
+    "check_doubly_stochastic",
+    "dfl_gt",
+    "dfl_iterates",
+    "dfl_sgd",
+    "mix",
+    "mixing_operator",
+]
+
+Method = Literal["sgd", "gt"]
+Order = Literal["dsgd", "atc"]
+
+
+def check_doubly_stochastic(matrix: Any, atol: float = 1e-10) -> None:
+    """Raise ``ValueError`` unless ``matrix`` is square, non-negative, ``W 1 = 1`` and
+    ``1^T W = 1^T`` (the chapter's conditions on the mixing matrix, Sec. 10.2)."""
+    if isinstance(matrix, Tensor):
+        dense = (matrix.to_dense() if matrix.is_sparse else matrix).detach().cpu().double().numpy()
+    elif sp.issparse(matrix):
+        dense = matrix.toarray()
+    else:
+        dense = np.asarray(matrix, dtype=float)
+    if dense.ndim != 2 or dense.shape[0] != dense.shape[1]:
+        raise ValueError(f"the mixing matrix must be square, got shape {dense.shape}")
+    if np.any(dense < -atol):
+        raise ValueError("the mixing matrix has negative entries")
+    rows, cols = dense.sum(axis=1), dense.sum(axis=0)
+    if not (np.allclose(rows, 1.0, atol=atol) and np.allclose(cols, 1.0, atol=atol)):
+        raise ValueError(
+            "the mixing matrix must be doubly stochastic: row sums in "
+            f"[{rows.min():.6g}, {rows.max():.6g}], column sums in [{cols.min():.6g}, {cols.max():.6g}]"
+        )
+
+
+def mixing_operator(
+    mixing: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
+    *,
+    rule: str = "metropolis",
+    dtype: torch.dtype = torch.float64,
+    device: DeviceLike = "cpu",
+) -> tuple[Tensor, int]:
+    """The mixing matrix as a torch tensor and the number of messages of one gossip.
+
+    ``mixing`` is a communication graph (then ``W = mixing_matrix(graph, rule)``) or an
+    explicit ``(n, n)`` matrix (scipy sparse, numpy or torch), checked to be doubly
+    stochastic.  Scipy matrices become sparse tensors, dense ones stay dense.  One gossip
+    sends a model along every non-zero off-diagonal entry: that count is returned.
+    """
+    if isinstance(mixing, EmpiricalGraph):
+        # consensus needs a connected graph; the Laplacian rule mixes by weight
+        mixing.check(purpose="DFL", require_connected=True, allow_zero_weights=rule != "laplacian")
+        mixing = mixing_matrix(mixing, rule)
+    check_doubly_stochastic(mixing)
+    if sp.issparse(mixing):
+        coo = sp.coo_matrix(mixing)
+        messages = int(np.count_nonzero((coo.row != coo.col) & (coo.data != 0)))
+        return to_torch_sparse(mixing, dtype=dtype, device=device), messages
+    t = mixing if isinstance(mixing, Tensor) else torch.as_tensor(np.asarray(mixing, dtype=float))
+    t = t.to_dense() if t.is_sparse else t
+    t = t.to(dtype=dtype, device=device)
+    off = t - torch.diag(torch.diagonal(t))
+    return t, int((off != 0).sum())
+
+
+def mix(w: Tensor, values: Tensor) -> Tensor:
+    """``W @ values`` for a sparse or dense ``W``."""
+    return torch.sparse.mm(w, values) if w.is_sparse else w @ values
+
+
+@dataclass(frozen=True, eq=False)
+class DFLState:
+    """State after iteration ``t - 1`` (i.e. at ``t``): ``params`` ``theta^t``, the latest
+    mini-batch gradients ``g^t`` at ``theta^t`` (DFL-GT; for DFL-SGD the gradients used in
+    the step that produced ``theta^t``), and the tracker ``v^t`` (DFL-GT, else ``None``)."""
+
+    t: int
+    params: Tensor
+    gradients: Tensor
+    tracker: Tensor | None
+
+
+def dfl_iterates(
+    model: FlatModel,
+    data: Any,
+    mixing: Tensor,
+    *,
+    n_steps: int,
+    local_steps: int,
+    lr: StepSize,
+    batch_size: int | None,
+    method: Method = "sgd",
+    order: Order = "dsgd",
+    mask: Tensor | None = None,
+    params: Tensor,
+    generator: torch.Generator | None = None,
+    mask_average: bool = False,
+) -> Iterator[DFLState]:
+    """The iterations of DFL-SGD or DFL-GT, one :class:`DFLState` per step.
+
+    Low-level: ``data`` must be a :class:`~.client_batches.BatchSource` in the dtype and
+    on the device of ``params`` ``(n, P)``; ``mixing`` a tensor (:func:`mixing_operator`);
+    ``mask`` ``(n, P)`` or ``None``.  Use :func:`dfl_sgd` / :func:`dfl_gt` for the
+    recorded, round-based runs.  ``mask_average``: see :func:`dfl_sgd`.
+    """
+    if method not in ("sgd", "gt"):
+        raise ValueError(f"method must be 'sgd' or 'gt', got {method!r}")
+    if order not in ("dsgd", "atc"):
+        raise ValueError(f"order must be 'dsgd' or 'atc', got {order!r}")
+    tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
+    gradients = batch_gradients(model)
+
+    def sample_gradient(theta: Tensor) -> Tensor:
+        x, y, w = data.sample(batch_size, generator)
+        g = gradients(theta, x, y, w)
+        return g if mask is None else g * mask
+
+    if mask is not None and mask_average:
+        holders = mix(mixing, mask)  # sum_j W_ij m_j, fixed
+
+        def combine(values: Tensor) -> Tensor:
+            mixed = mix(mixing, values * mask) / holders.clamp_min(torch.finfo(values.dtype).tiny)
+            return torch.where(holders > 0, mixed, values)
+    else:
+
+        def combine(values: Tensor) -> Tensor:
+            return mix(mixing, values)
+
+    theta = params.clone()
+    if method == "sgd":
+        for t in range(int(n_steps)):
+            alpha = step_size(lr, t)
+            g = sample_gradient(theta)
+            if order == "dsgd":
+                base = combine(theta) if t % tau == 0 else theta
+                new = base - alpha * g
+            else:
+                new = theta - alpha * g
+                if (t + 1) % tau == 0:
+                    new = combine(new)
+            theta = freeze(new, theta, mask)
+            yield DFLState(t + 1, theta, g, None)
+        return
+
+    g = sample_gradient(theta)
+    tracker = g.clone()  # v^0 = 0 + g^0 - 0 (tracker started at 0, previous gradient 0)
+    for t in range(int(n_steps)):
+        alpha = step_size(lr, t)
+        gossip = t % tau == 0
+        new = (combine(theta) if gossip else theta) - alpha * tracker
+        theta = freeze(new, theta, mask)
+        g_new = sample_gradient(theta)
+        tracker = (combine(tracker) if gossip else tracker) + g_new - g
+        g = g_new
+        yield DFLState(t + 1, theta, g, tracker)
+
+
+def _run(
+    method: Method,
+    model: FlatModel,
+    data: Any,
+    mixing: Any,
+    *,
+    n_rounds: int,
+    local_steps: int,
+    lr: StepSize,
+    batch_size: int | None,
+    rule: str,
+    order: Order,
+    mask: Any,
+    init: Tensor | np.ndarray | None,
+    generator: GeneratorLike | None,
+    callback: Callback | None,
+    device: DeviceLike,
+    dtype: torch.dtype,
+    progress: bool,
+    mask_average: bool = False,
+) -> FederatedResult:
+    device = torch.device(device)
+    n_rounds = _check_positive_int(n_rounds, "n_rounds")
+    tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
+    source = as_batches(data, dtype, device)
+    n, p = source.n_clients, model.n_params
+    w_mix, messages_per_gossip = mixing_operator(mixing, rule=rule, dtype=dtype, device=device)
+    if w_mix.shape != (n, n):
+        raise ValueError(f"the mixing matrix is {tuple(w_mix.shape)} but there are {n} clients")
+    gen = make_generator(generator)
+    mask_t = check_mask(mask, n, p, dtype, device)
+    params = _initial_rows(model, init, n, gen, dtype, device, "client")
+    rec = _Recorder(callback, _itemsize(dtype))
+    everyone = torch.ones(n, dtype=torch.bool, device=device)
+    zeros = torch.zeros(n, dtype=torch.int64, device=device)
+    vectors = 2 if method == "gt" else 1  # DFL-GT gossips the model and the tracker
+    steps = dfl_iterates(
+        model, source, w_mix, n_steps=n_rounds * tau, local_steps=tau, lr=lr,
+        batch_size=batch_size, method=method, order=order, mask=mask_t, params=params,
+        generator=gen, mask_average=mask_average,
+    )
+    rounds = tqdm(range(1, n_rounds + 1), desc=f"DFL-{method.upper()}", disable=not progress)
+    for r in rounds:
+        for _ in range(tau):
+            state = next(steps)
+        params = state.params
+        rec.record(
+            r,
+            upload="models" if method == "sgd" else "models+trackers",
+            download="none",
+            clients=n,
+            messages_up=messages_per_gossip,
+            messages_down=0,
+            floats_up=messages_per_gossip * p * vectors,
+            floats_down=0,
+            client_params=params,
+            global_params=params.mean(dim=0, keepdim=True),
+            selected=everyone,
+            assignment=zeros,
+            extra={"consensus_distance": consensus_distance(params), "step": r * tau},
+        )
+    return FederatedResult(params, params.mean(dim=0, keepdim=True), zeros, rec.history, rec.log)
+
+
+def dfl_sgd(
+    model: FlatModel,
+    data: Any,
+    mixing: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
+    *,
+    n_rounds: int,
+    local_steps: int,
+    lr: StepSize,
+    batch_size: int | None,
+    rule: str = "metropolis",
+    order: Order = "dsgd",
+    mask: Any = None,
+    init: Tensor | np.ndarray | None = None,
+    generator: GeneratorLike | None = None,
+    callback: Callback | None = None,
+    device: DeviceLike = "cpu",
+    dtype: torch.dtype = torch.float64,
+    progress: bool = False,
+    mask_average: bool = False,
+) -> FederatedResult:
+    """DFL-SGD (the chapter, eqs. (10.3)-(10.4), Algorithm 1): local SGD with gossip every
+    ``tau`` steps.
+
+    Parameters
+    ----------
+    model
+        Model as a function of a flat parameter vector (e.g. :func:`~networkedfl.models.from_module`).
+    data
+        A :class:`~networkedfl.models.ClientData`, a :class:`~.client_batches.ClientBatches`
+        or any :class:`~.client_batches.BatchSource` (per-client mini-batch sampler).
+    mixing
+        Communication graph (mixing by ``rule``) or an explicit doubly stochastic ``(n, n)``
+        matrix.
+    n_rounds
+        Communication rounds; the run has ``n_rounds * local_steps`` iterations ``t``.
+    local_steps
+        ``tau``: gossip at ``mod(t, tau) = 0``.
+    lr
+        ``alpha^t``: a number or a schedule ``t -> alpha^t`` (e.g.
+        :func:`~.client_batches.inverse_sqrt`).
+    batch_size
+        ``m`` of eq. (10.2) (``None``: full local datasets).
+    rule
+        Mixing rule when ``mixing`` is a graph (:data:`~.gossip.MIXING_RULES`).
+    order
+        ``"dsgd"``: eq. (10.4) as written; ``"atc"``: gradient step, then mixing (equals
+        FedAvg with ``tau`` local steps when ``W = 11^T/n``), see the module docstring.
+    mask
+        Optional ``(n, P)`` (or ``(P,)``) 0/1 mask: frozen coordinates never change.
+    init
+        ``(P,)`` common start or ``(n, P)``; ``None``: one draw of ``model.init``.
+    generator, callback, device, dtype
+        As in :func:`~networkedfl.algorithms.fedavg.fedavg`.
+    progress
+        Show a tqdm bar over rounds.
+    mask_average
+        With a mask: a gossip averages every trainable coordinate of client ``i`` over the
+        neighbours that train it, ``sum_j W_ij m_j theta_j / sum_j W_ij m_j`` (the same for
+        the tracker of DFL-GT), so frozen coordinates (e.g. the zero embedding rows of words
+        a neighbour never sees, Sec. 10.5.2) do not drag the average.  ``False``: ``W theta``.
+
+    Returns
+    -------
+    FederatedResult
+        ``client_params`` ``(n, P)``; ``global_params`` the network average; history rows
+        with ``consensus_distance`` and ``step`` (iterations so far); the callback runs after
+        every round of ``tau`` iterations.
+    """
+    return _run("sgd", model, data, mixing, n_rounds=n_rounds, local_steps=local_steps, lr=lr,
+                batch_size=batch_size, rule=rule, order=order, mask=mask, init=init,
+                generator=generator, callback=callback, device=device, dtype=dtype,
+                progress=progress, mask_average=mask_average)
+
+
+def dfl_gt(
+    model: FlatModel,
+    data: Any,
+    mixing: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
+    *,
+    n_rounds: int,
+    local_steps: int,
+    lr: StepSize,
+    batch_size: int | None,
+    rule: str = "metropolis",
+    mask: Any = None,
+    init: Tensor | np.ndarray | None = None,
+    generator: GeneratorLike | None = None,
+    callback: Callback | None = None,
+    device: DeviceLike = "cpu",
+    dtype: torch.dtype = torch.float64,
+    progress: bool = False,
+    mask_average: bool = False,
+) -> FederatedResult:
+    """DFL-GT (the chapter, eqs. (10.5)-(10.6), Algorithm 1): gradient tracking with the
+    model and the tracker gossiped every ``tau`` steps.
+
+    Parameters as :func:`dfl_sgd` (there is no ``order``: eq. (10.6) is run as written).
+    Each gossip sends the model and the tracker (``upload="models+trackers"``, twice the
+    floats of DFL-SGD).
+    """
+    return _run("gt", model, data, mixing, n_rounds=n_rounds, local_steps=local_steps, lr=lr,
+                batch_size=batch_size, rule=rule, order="dsgd", mask=mask, init=init,
+                generator=generator, callback=callback, device=device, dtype=dtype,
+                progress=progress, mask_average=mask_average)

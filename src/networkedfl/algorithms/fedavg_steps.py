@@ -1,0 +1,154 @@
+"""FedAvg with ``tau`` local mini-batch SGD steps per round (the chapter's FedAvg baseline).
+
+McMahan et al. 2017 (the chapter's [18]) as compared in Figs. 10.1, 10.3 and 10.4 of Lu,
+Xing & Yu, "Graph-aware federated learning": every round all clients start from the
+global model, take ``tau`` steps ``theta_i <- theta_i - alpha^t grad_hat f_i(theta_i)``
+(eq. (10.3), mini-batch gradients (10.2)) and the server averages,
+
+    theta_bar <- sum_i p_i theta_i,      p_i = 1/n (default) or n_i / sum_j n_j.
+
+The step size ``alpha^t`` follows the global iteration count ``t``, as in DFL, so FedAvg,
+DFL-SGD and DFL-GT can share a schedule.  With uniform weights a round equals ``tau``
+iterations of DFL-SGD in adapt-then-combine order with ``W = 11^T/n``
+(:func:`~networkedfl.algorithms.dfl.dfl_sgd`, ``order="atc"``).
+
+Differences from :func:`~networkedfl.algorithms.fedavg.fedavg`: local work counted in
+steps rather than epochs, step-size schedules, any per-client mini-batch source (vector or
+sequence targets), and a per-client parameter mask (a client's frozen coordinates keep its
+own value when the global model arrives; the server averages all clients' values).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
+from ._result import (
+    Callback,
+    FederatedResult,
+    _check_positive_int,
+    _initial_rows,
+    _itemsize,
+    _Recorder,
+)
+from .client_batches import StepSize, as_batches, batch_gradients, check_mask, freeze, step_size
+
+__all__ = ["fedavg_steps"]
+
+
+def fedavg_steps(
+    model: FlatModel,
+    data: Any,
+    *,
+    n_rounds: int,
+    local_steps: int,
+    lr: StepSize,
+    batch_size: int | None,
+    client_weights: Any = None,
+    mask: Any = None,
+    init: Tensor | np.ndarray | None = None,
+    generator: GeneratorLike | None = None,
+    callback: Callback | None = None,
+    device: DeviceLike = "cpu",
+    dtype: torch.dtype = torch.float64,
+    progress: bool = False,
+    mask_average: bool = False,
+) -> FederatedResult:
+    """FedAvg: ``tau`` local SGD steps on every client, then the server average.
+
+    Parameters
+    ----------
+    model, data
+        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`.
+    n_rounds, local_steps, lr, batch_size
+        Rounds ``T``, local steps ``tau`` per round, step size (number or schedule of the
+        global iteration ``t``), mini-batch size (``None``: full batch).
+    client_weights
+        ``(n,)`` non-negative averaging weights (normalised); ``None``: uniform ``1/n``
+        (the objective (1/n) sum_i f_i of (P1)); ``"samples"``: local sample counts.
+    mask
+        Optional ``(n, P)`` 0/1 mask of trainable coordinates per client.
+    init
+        Starting global model ``(P,)``, or ``(n, P)`` starting models of the clients (their
+        frozen coordinates keep these values; the global model starts as their average);
+        ``None``: one draw of ``model.init``.
+    generator, callback, device, dtype, progress
+        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`.
+    mask_average
+        With a mask: the server averages every coordinate over the clients that train it
+        (their weights renormalised; a coordinate no client trains keeps its global value),
+        so frozen coordinates, e.g. the zero embedding rows of the words a client never sees
+        (Sec. 10.5.2), do not drag the average.  ``False``: all clients' values.
+
+    Returns
+    -------
+    FederatedResult
+        ``client_params`` every client's copy of the final global model (frozen coordinates
+        its own), ``global_params`` ``(1, P)``, ``assignment`` zeros.
+    """
+    device = torch.device(device)
+    n_rounds = _check_positive_int(n_rounds, "n_rounds")
+    tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
+    source = as_batches(data, dtype, device)
+    n, p = source.n_clients, model.n_params
+    gen = make_generator(generator)
+    mask_t = check_mask(mask, n, p, dtype, device)
+    weights = _client_weights(client_weights, source, n, dtype, device)
+    def average(theta: Tensor, previous: Tensor | None) -> Tensor:
+        plain = (weights[:, None] * theta).sum(dim=0, keepdim=True)
+        if mask_t is None or not mask_average:
+            return plain
+        mass = (weights[:, None] * mask_t).sum(dim=0, keepdim=True)
+        held = (weights[:, None] * mask_t * theta).sum(dim=0, keepdim=True)
+        return torch.where(mass > 0, held / mass.clamp_min(torch.finfo(dtype).tiny),
+                           plain if previous is None else previous)
+
+    if init is not None and n > 1 and tuple(np.shape(init)) == (n, p):
+        clients = _initial_rows(model, init, n, gen, dtype, device, "client")
+        glob = average(clients, None)
+    else:
+        glob = _initial_rows(model, init, 1, gen, dtype, device, "server")
+        clients = glob.expand(n, -1).clone()
+    gradients = batch_gradients(model)
+    rec = _Recorder(callback, _itemsize(dtype))
+    everyone = torch.ones(n, dtype=torch.bool, device=device)
+    zeros = torch.zeros(n, dtype=torch.int64, device=device)
+    t = 0
+    for r in tqdm(range(1, n_rounds + 1), desc="FedAvg", disable=not progress):
+        theta = freeze(glob.expand(n, -1), clients, mask_t)
+        for _ in range(tau):
+            x, y, w = source.sample(batch_size, gen)
+            g = gradients(theta, x, y, w)
+            if mask_t is not None:
+                g = g * mask_t
+            theta = freeze(theta - step_size(lr, t) * g, theta, mask_t)
+            t += 1
+        glob = average(theta, glob)
+        clients = freeze(glob.expand(n, -1), theta, mask_t)
+        rec.record(
+            r, upload="models", download="models", clients=n, messages_up=n, messages_down=n,
+            floats_up=n * p, floats_down=n * p, client_params=clients, global_params=glob,
+            selected=everyone, assignment=zeros, extra={"step": t},
+        )
+    return FederatedResult(clients, glob, zeros, rec.history, rec.log)
+
+
+def _client_weights(
+    spec: Any, source: Any, n: int, dtype: torch.dtype, device: torch.device
+) -> Tensor:
+    if spec is None:
+        return torch.full((n,), 1.0 / n, dtype=dtype, device=device)
+    if isinstance(spec, str):
+        if spec != "samples" or not hasattr(source, "n_samples"):
+            raise ValueError("client_weights must be None, 'samples' (for datasets) or (n,) weights")
+        w = source.n_samples.to(dtype=dtype, device=device)
+    else:
+        w = torch.as_tensor(np.asarray(spec, dtype=float)).to(dtype=dtype, device=device)
+    if w.shape != (n,) or bool(torch.any(w < 0)) or not float(w.sum()) > 0:
+        raise ValueError(f"client_weights must be {n} non-negative numbers with a positive sum")
+    return w / w.sum()

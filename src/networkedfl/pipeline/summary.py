@@ -1,0 +1,125 @@
+"""Claims at a glance: a summary table of every target's claims and the HTML index page."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..experiments import get_experiment
+
+__all__ = ["job_seconds", "render_index", "summarize_claims"]
+
+SUMMARY_COLUMNS = ["target", "kind", "source", "title", "claims", "passed", "failed", "all_passed", "failed_claims"]
+
+
+def summarize_claims(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.DataFrame:
+    """One row per target: how many of its claims were evaluated and how many hold.
+
+    Parameters
+    ----------
+    claims
+        The evaluated claims of each target (the contents of ``results/claims/<id>.json``),
+        in the order the rows should appear.
+    """
+    rows = []
+    for target, evaluated in claims.items():
+        experiment = get_experiment(target)
+        failed = [c["claim"] for c in evaluated if not c["passed"]]
+        rows.append({
+            "target": target,
+            "kind": experiment.kind,
+            "source": experiment.source,
+            "title": experiment.title,
+            "claims": len(evaluated),
+            "passed": len(evaluated) - len(failed),
+            "failed": len(failed),
+            "all_passed": not failed and len(evaluated) > 0,
+            "failed_claims": " | ".join(failed),
+        })
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+_FINISHED = re.compile(r"finished \S+: \d+ rows in ([0-9.]+) s")
+
+
+def job_seconds(log_files: Sequence[str | Path]) -> float | None:
+    """Total compute time of a target's jobs as their logs report it (``None`` if unknown).
+
+    A job's log is appended to when the job reruns; its latest run counts.
+    """
+    total, found = 0.0, False
+    for path in log_files:
+        runs = _FINISHED.findall(Path(path).read_text(encoding="utf-8", errors="replace"))
+        if runs:
+            total += float(runs[-1])
+            found = True
+    return total if found else None
+
+
+def _link(href: str | None, text: str) -> str:
+    return f'<a href="{html.escape(href)}">{html.escape(text)}</a>' if href else ""
+
+
+def render_index(
+    summary: pd.DataFrame,
+    links: Mapping[str, Mapping[str, str | None]],
+    seconds: Mapping[str, float | None] | None = None,
+    *,
+    title: str = "networkedfl: reproduced figures and tables",
+) -> str:
+    """The index page: a summary of claims and, per target, links to all its outputs.
+
+    Parameters
+    ----------
+    summary
+        The table of :func:`summarize_claims`.
+    links
+        Per target, hrefs (relative to the page) for ``report``, ``notebook``, ``table``,
+        ``claims``, ``pdf`` and ``png`` (``None`` where a target has no such output).
+    seconds
+        Per target, the compute time of its jobs (shown if known).
+    """
+    seconds = seconds or {}
+    total, passed = int(summary["claims"].sum()), int(summary["passed"].sum())
+    rows = []
+    for row in summary.itertuples(index=False):
+        out = links[row.target]
+        status = "all hold" if row.all_passed else f"{row.failed} fail"
+        time_cell = f"{seconds[row.target]:.0f} s" if seconds.get(row.target) is not None else ""
+        thumb = (f'<a href="{html.escape(out["png"])}"><img src="{html.escape(out["png"])}" alt="{row.target}" '
+                 'width="220"></a>') if out.get("png") else ""
+        failed = f"<br><small>failed: {html.escape(row.failed_claims)}</small>" if row.failed else ""
+        rows.append(
+            f'<tr class="{"ok" if row.all_passed else "fail"}">'
+            f"<td><b>{html.escape(row.target)}</b><br>{html.escape(row.source)}<br><small>{html.escape(row.title)}</small></td>"
+            f"<td>{thumb}</td>"
+            f"<td>{row.passed}/{row.claims} ({status}){failed}</td>"
+            f"<td>{time_cell}</td>"
+            "<td>" + " · ".join(filter(None, [
+                _link(out.get("report"), "report"), _link(out.get("notebook"), "notebook"),
+                _link(out.get("table"), "table"), _link(out.get("claims"), "claims"),
+                _link(out.get("pdf"), "PDF"), _link(out.get("png"), "PNG"),
+            ])) + "</td></tr>"
+        )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; }}
+table {{ border-collapse: collapse; }}
+td, th {{ border: 1px solid #ccc; padding: 6px; vertical-align: top; }}
+tr.ok td:nth-child(3) {{ background: #e6f4e6; }}
+tr.fail td:nth-child(3) {{ background: #fbe9e7; }}
+</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p>{len(summary)} targets; {passed} of {total} claims hold
+(<a href="claims/summary.csv">claims/summary.csv</a>).</p>
+<table>
+<tr><th>target</th><th>figure</th><th>claims</th><th>compute</th><th>outputs</th></tr>
+{chr(10).join(rows)}
+</table></body></html>
+"""

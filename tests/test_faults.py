@@ -1,0 +1,145 @@
+"""Faults a long reproduction meets: interrupted runs, reruns, changed parameters, bad input.
+
+Each test runs the real Snakemake workflow in a scratch directory; the target is the small
+star-graph sweep (gtv_fig13_star_lambda) made slow enough (many iterations) to be
+interrupted in the middle of a job.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+pytestmark = pytest.mark.pipeline
+
+TARGET = "gtv_fig13_star_lambda"
+SLOW = {"experiments": {TARGET: {"repetitions": 2, "n_iter": 60000, "n_lam": 8}}}
+
+
+def _command(repo, workdir, *args, overlays=()):
+    """Snakemake on the test profile made slow, then ``overlays`` (dicts) merged over it."""
+    files = [repo / "config" / "test.yaml"]
+    for i, overlay in enumerate([SLOW, *overlays]):
+        files.append(Path(workdir) / f"overlay-{i}.yaml")
+        files[-1].parent.mkdir(parents=True, exist_ok=True)
+        files[-1].write_text(yaml.safe_dump(overlay))
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory", str(workdir),
+            "--configfile", *map(str, files), *args]
+
+
+def _env():
+    return {**os.environ, "PATH": os.pathsep.join(["/usr/bin", "/bin"]), "OMP_NUM_THREADS": "1"}
+
+
+def _run(repo, workdir, *args, overlays=(), timeout=600):
+    return subprocess.run(_command(repo, workdir, *args, overlays=overlays), capture_output=True, text=True,
+                          timeout=timeout, env=_env())
+
+
+def _table_bytes(workdir):
+    return (Path(workdir) / "results" / "tables" / f"{TARGET}.csv").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(repo, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("uninterrupted")
+    proc = _run(repo, workdir, "--cores", "1", TARGET)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return workdir
+
+
+def _wait_for_running_job(workdir, timeout=120):
+    """Block until a run_experiment job has started (its log says so) but not finished."""
+    logs = Path(workdir) / "logs" / "run" / TARGET
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for log in logs.glob("*/*.log"):
+            text = log.read_text(errors="replace")
+            if "running" in text and "finished" not in text:
+                return log
+        time.sleep(0.2)
+    raise AssertionError("no experiment job started in time")
+
+
+def _raw_outputs(workdir):
+    return sorted((Path(workdir) / "results" / "raw" / TARGET).glob("*/*.csv"))
+
+
+@pytest.mark.parametrize("how", ["terminate-run", "kill-job"])
+def test_interrupted_run_resumes_and_gives_identical_tables(repo, uninterrupted, tmp_path, how):
+    """SIGTERM to the whole run (Ctrl-C, a scheduler's kill), or SIGKILL of one job's process
+    (the OOM killer): no partial output is left behind as complete, and the next run
+    finishes with byte-identical tables."""
+    proc = subprocess.Popen(_command(repo, tmp_path, "--cores", "1", TARGET), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=_env(), start_new_session=True)
+    try:
+        _wait_for_running_job(tmp_path)
+        time.sleep(1.0)  # in the middle of the job's solver iterations
+        if how == "terminate-run":
+            os.killpg(proc.pid, signal.SIGTERM)
+        else:  # the job's own interpreter, not Snakemake
+            jobs = subprocess.run(["pgrep", "-f", "-s", str(proc.pid), "run_experiment"],
+                                  capture_output=True, text=True).stdout.split()
+            job_pids = [int(p) for p in jobs if int(p) != proc.pid]
+            assert job_pids, "job process not found"
+            for pid in job_pids:
+                os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0
+    assert not (tmp_path / "results" / "tables" / f"{TARGET}.csv").exists()
+    for raw in _raw_outputs(tmp_path):  # whatever is there is a finished job's complete output
+        assert raw.stat().st_size > 0 and len(pd.read_csv(raw)) > 0
+    assert not list((tmp_path / "results").rglob("*.tmp"))
+
+    again = _run(repo, tmp_path, "--cores", "1", TARGET)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _table_bytes(tmp_path) == _table_bytes(uninterrupted)
+
+
+def test_rerun_with_the_same_config_has_nothing_to_do_and_fresh_run_is_byte_identical(repo, uninterrupted, tmp_path):
+    dry = _run(repo, uninterrupted, "--cores", "1", "-n", TARGET)
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
+    fresh = _run(repo, tmp_path, "--cores", "1", TARGET)
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    assert _table_bytes(tmp_path) == _table_bytes(uninterrupted)
+    claims = [json.loads((d / "results" / "claims" / f"{TARGET}.json").read_text()) for d in (tmp_path, uninterrupted)]
+    assert claims[0] == claims[1]
+
+
+def test_changing_one_experiment_reruns_only_its_jobs(repo, uninterrupted):
+    other = "gtv_fig12_star_graph"
+    built = _run(repo, uninterrupted, "--cores", "1", other)
+    assert built.returncode == 0, built.stderr[-3000:]
+    dry = _run(repo, uninterrupted, "--cores", "1", "-n", TARGET, other,
+               overlays=[{"experiments": {TARGET: {"sigma": 0.2}}}])
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    out = dry.stdout + dry.stderr
+    targets = {line.split("target=")[1].split(",")[0].strip() for line in out.splitlines() if "target=" in line}
+    assert targets == {TARGET}, out[-3000:]
+    assert "run_experiment" in out
+
+
+def test_unknown_target_id_is_named(repo, tmp_path):
+    proc = _run(repo, tmp_path, "--cores", "1", "gtv_fig99_nonexistent")
+    assert proc.returncode != 0
+    assert "gtv_fig99_nonexistent" in proc.stdout + proc.stderr
+
+
+def test_invalid_config_value_stops_before_any_job_and_keeps_results(repo, uninterrupted):
+    before = _table_bytes(uninterrupted)
+    proc = _run(repo, uninterrupted, "--cores", "1", "--forceall", TARGET,
+                overlays=[{"experiments": {TARGET: {"sigma": -1.0}}}])
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert f"config['experiments']['{TARGET}']['sigma']" in out
+    assert _table_bytes(uninterrupted) == before

@@ -1,0 +1,151 @@
+"""Synthetic data and targets of the graph-aware FL chapter (Figs 10.1-10.3, Table 10.1)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from networkedfl.experiments.graph_aware import (
+    SYNTHETIC_ID,
+    TABLE_10_1,
+    homologous_graphs_claims,
+    mlp,
+    run_homologous_graphs,
+    run_settings_table,
+    settings_table_claims,
+    synthetic_instance,
+)
+from networkedfl.gfl_data import (
+    CHAPTER_INPUT_RANGES,
+    heterogeneous_nodes,
+    homologous_graphs,
+    knn_graph,
+    node_regression_data,
+)
+from networkedfl.pipeline.config import load_config
+
+REPO = Path(__file__).resolve().parents[1]
+SYNTHETIC_TARGETS = ("gfl_fig10_2_homologous_graphs", "gfl_table10_1_settings", SYNTHETIC_ID)
+
+
+@pytest.fixture(scope="module")
+def default_config():
+    return load_config(REPO / "config" / "config.yaml",
+                       schema_path=REPO / "workflow" / "schemas" / "config.schema.yaml")
+
+
+@pytest.mark.parametrize("profile", ["default", "test"])
+def test_synthetic_targets_share_one_settings_block(profile, default_config, test_config):
+    config = default_config if profile == "default" else test_config
+    blocks = [config["experiments"][t]["synthetic"] for t in SYNTHETIC_TARGETS]
+    assert blocks[0] == blocks[1] == blocks[2]
+
+
+def test_default_synthetic_block_is_table_10_1(default_config):
+    table = run_settings_table(default_config["experiments"]["gfl_table10_1_settings"], "all", 0, 1,
+                               experiment_id="gfl_table10_1_settings")
+    assert len(table) == len(TABLE_10_1)
+    assert (table["value"] == table["paper"]).all() and (table["provenance"] == "paper").all()
+
+
+def test_settings_claims_detect_a_wrong_or_missing_row(test_config):
+    params = test_config["experiments"]["gfl_table10_1_settings"]
+    table = run_settings_table(params, "all", 0, 1, experiment_id="gfl_table10_1_settings")
+    assert all(c.passed for c in settings_table_claims(table, params))
+    assert set(table.loc[table["provenance"] == "choice", "item"]) >= {"Node Number of Train Graph"}
+    wrong = table.copy()
+    wrong.loc[wrong["item"] == "Number of Center", "value"] = "4"
+    assert [c.passed for c in settings_table_claims(wrong, params)] == [True, False, False]
+    assert not settings_table_claims(table.iloc[1:], params)[0].passed
+
+
+# ------------------------------------------------------------------------- generators
+
+def test_knn_graph_gives_every_node_k_neighbours():
+    pts = np.random.default_rng(0).standard_normal((30, 5))
+    g = knn_graph(pts, 4)
+    assert g.degrees.min() >= 4
+    d = np.linalg.norm(pts[:, None] - pts[None], axis=2)
+    np.fill_diagonal(d, np.inf)
+    adj = g.adjacency.toarray() > 0
+    for i in range(30):
+        assert adj[i, np.argsort(d[i])[:4]].all()
+
+
+def test_homologous_graphs_share_the_mixture_and_propagate_the_ground_truth():
+    hg = homologous_graphs(np.random.default_rng(1), n_nodes=40, n_centres=3, centre_range=(-0.5, 0.5),
+                           std=0.5, weight_shape=(8, 8), n_neighbours=4)
+    assert hg.centres.shape == (3, 64) and np.all(np.abs(hg.centres) <= 0.5)
+    assert hg.train_graph.n_nodes == hg.test_graph.n_nodes == 40
+    assert not np.array_equal(hg.z_train, hg.z_test)
+    # node vectors scatter with std 0.5 around their (shared) component centre in both graphs
+    for z in (hg.z_train, hg.z_test):
+        resid = z - hg.centres[hg.components]
+        assert abs(resid.std() - 0.5) < 0.03
+    a = hg.train_graph.adjacency.toarray() + np.eye(40)
+    d = a.sum(1)
+    prop = a / np.sqrt(np.outer(d, d))
+    np.testing.assert_allclose(hg.w_train.reshape(40, 64), prop @ hg.z_train)
+    x, y = node_regression_data(np.random.default_rng(2), hg.w_train, 100, (-60, 60))
+    assert x.shape == (40, 100, 8) and y.shape == (40, 100, 8) and np.abs(x).max() <= 60
+    np.testing.assert_allclose(y[3], x[3] @ hg.w_train[3])
+
+
+def test_heterogeneous_nodes_follow_the_chapter():
+    raw = heterogeneous_nodes(np.random.default_rng(0), dim=10, n_train=200, n_test=50, standardize=False)
+    assert raw.x_train.shape == (5, 200, 10) and raw.y_test.shape == (5, 50)
+    for (lo, hi), x in zip(CHAPTER_INPUT_RANGES, raw.x_train, strict=True):
+        assert x.min() >= lo and x.max() <= hi
+    z = raw.x_train @ raw.w
+    np.testing.assert_allclose(raw.y_train, np.stack([np.tanh(z[0]), 1 / (1 + np.exp(-z[1])),
+                                                      np.maximum(z[2], 0), np.sin(z[3]), np.cos(z[4])]),
+                               rtol=1e-12, atol=1e-12)
+    std = heterogeneous_nodes(np.random.default_rng(0), dim=10, n_train=200, n_test=50,
+                              standardize_targets=True)
+    np.testing.assert_allclose(std.x_train.mean(1), 0, atol=1e-12)
+    np.testing.assert_allclose(std.x_train.std(1), 1)
+    np.testing.assert_allclose(std.y_train.mean(1), 0, atol=1e-9)
+    # labels are computed from the raw inputs: standardisation is an affine map per node
+    for i in range(5):
+        if raw.y_train[i].std() > 1e-9:
+            assert abs(np.corrcoef(std.y_train[i], raw.y_train[i])[0, 1] - 1) < 1e-9
+
+
+def test_mlp_matches_torch_layers():
+    model = mlp([3, 5, 2], activation="sigmoid", bias=False, loss="half_squared_norm")
+    theta = model.initial_params(torch.Generator().manual_seed(0))
+    assert model.n_params == 3 * 5 + 5 * 2
+    assert theta.abs().max() <= 1 / np.sqrt(3)
+    x = torch.randn(7, 3, dtype=torch.float64)
+    w1, w2 = theta[:15].reshape(3, 5), theta[15:].reshape(5, 2)
+    torch.testing.assert_close(model.forward(theta, x), torch.sigmoid(x @ w1) @ w2)
+    y = torch.randn(7, 2, dtype=torch.float64)
+    torch.testing.assert_close(model.loss(theta, x, y), 0.5 * ((torch.sigmoid(x @ w1) @ w2 - y) ** 2).sum(1).mean())
+
+
+# ------------------------------------------------------------------------------ diagram
+
+def test_diagram_shows_the_instance_of_the_synthetic_figure(test_config):
+    params = test_config["experiments"]["gfl_fig10_2_homologous_graphs"]
+    table = run_homologous_graphs(params, "all", 0, 7, experiment_id="gfl_fig10_2_homologous_graphs")
+    inst = synthetic_instance(test_config["experiments"][SYNTHETIC_ID]["synthetic"], 0, 7)
+    edges = table[(table["element"] == "edge") & (table["graph"] == "train")]
+    assert {(int(a), int(b)) for a, b in zip(edges["source"], edges["target"], strict=True)} == \
+        {tuple(e) for e in inst.graphs.train_graph.edges.tolist()}
+    claims = homologous_graphs_claims(table, params)
+    assert all(c.passed for c in claims), claims
+    broken = table.drop(table[table["element"] == "edge"].index[:1])
+    assert not homologous_graphs_claims(broken, params)[2].passed
+
+
+def test_adjusted_rand_index_matches_sklearn():
+    from sklearn.metrics import adjusted_rand_score
+
+    from networkedfl.experiments.graph_aware import _adjusted_rand
+
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        a, b = rng.integers(3, size=30), rng.integers(4, size=30)
+        assert abs(_adjusted_rand(a, b) - adjusted_rand_score(b, a)) < 1e-12
+    assert _adjusted_rand(np.array([2, 2, 0, 0]), np.array([0, 0, 1, 1])) == 1.0
