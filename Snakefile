@@ -21,6 +21,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/cache.smk"
 include: "workflow/rules/experiments.smk"
 include: "workflow/rules/reports.smk"
 include: "workflow/rules/targets.smk"

@@ -93,6 +93,21 @@ def test_second_run_has_nothing_to_do(repo, built):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, built):
+    proc = _snakemake(repo, built, "--cores", "1", "gallery")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    page = (built / "docs" / "gallery" / "README.md").read_text()
+    figures = [t for t in TARGETS if get_experiment(t).has_figure]
+    assert figures
+    for target in TARGETS:
+        shown = f'<img src="{target}.png"' in page
+        assert shown == (target in figures), target
+        if shown:
+            assert get_experiment(target).source in page
+            copy = built / "docs" / "gallery" / f"{target}.png"
+            assert copy.read_bytes() == (built / "results" / "figures" / f"{target}.png").read_bytes()
+
+
 def test_lint_is_clean(repo, tmp_path):
     proc = _snakemake(repo, tmp_path, "--lint")
     assert proc.returncode == 0, proc.stdout + proc.stderr

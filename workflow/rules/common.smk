@@ -108,6 +108,11 @@ def selected_targets():
     return TARGETS if chosen == "all" else [t for t in TARGETS if t in chosen]
 
 
+def gallery_targets():
+    """The selected targets that have a figure, in registry order."""
+    return [t for t in selected_targets() if get_experiment(t).has_figure]
+
+
 def all_outputs():
     """Every selected target's outputs, plus the claims summary and index when all are built."""
     outputs = [path for target in selected_targets() for path in target_outputs(target)]

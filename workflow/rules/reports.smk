@@ -124,3 +124,26 @@ rule index:
     localrule: True
     script:
         "../scripts/render_index.py"
+
+
+# The README gallery: every figure's PNG copied to docs/gallery/ with a Markdown page that
+# names the paper figure each reproduces, for the selected targets (config `targets`). Not part
+# of `all`: run `snakemake --cores 1 gallery` after a default-config run and commit docs/gallery/.
+
+
+rule gallery:
+    input:
+        claims=lambda wildcards: [PATHS.claims(t) for t in gallery_targets()],
+        figures=lambda wildcards: [PATHS.figure(t, "png") for t in gallery_targets()],
+    output:
+        page=PATHS.gallery("README.md"),
+        images=[PATHS.gallery(f"{t}.png") for t in gallery_targets()],
+    log:
+        PATHS.log("summary", "gallery"),
+    conda:
+        CONDA_ENV
+    params:
+        targets=gallery_targets(),
+    localrule: True
+    script:
+        "../scripts/render_gallery.py"

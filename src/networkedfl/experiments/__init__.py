@@ -1,8 +1,10 @@
 """Experiments: one registered entry per figure or table target (see :mod:`.registry`)."""
 
 from . import (  # noqa: F401  (register the targets)
+    fedrelax_targets,
     gfl_reviews_targets,
     graph_aware_targets,
+    gtv_mnist_targets,
     gtv_targets,
     lecture_targets,
 )

@@ -44,6 +44,7 @@ class Paths:
     results: Path = Path("results")
     logs: Path = Path("logs")
     data: Path = Path("data")
+    docs: Path = Path("docs")
 
     def raw(self, target: str = "{target}", setting: str = "{setting}", seed: str | int = "{seed}") -> str:
         return str(self.results / "raw" / target / setting / f"seed-{seed}.csv")
@@ -76,6 +77,10 @@ class Paths:
     def index(self) -> str:
         """The page linking every target's outputs."""
         return str(self.results / "index.html")
+
+    def gallery(self, name: str = "{name}") -> str:
+        """The README gallery (committed with the repository): figure PNGs and a Markdown page."""
+        return str(self.docs / "gallery" / name)
 
     def raw_data(self, dataset: str = "{dataset}", filename: str = "{filename}") -> str:
         """A verified dataset file, as placed by the dataset's download rule."""

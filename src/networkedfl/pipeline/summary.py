@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..experiments import get_experiment
 
-__all__ = ["job_seconds", "render_index", "summarize_claims"]
+__all__ = ["gallery_markdown", "job_seconds", "render_index", "summarize_claims"]
 
 SUMMARY_COLUMNS = ["target", "kind", "source", "title", "claims", "passed", "failed", "all_passed", "failed_claims"]
 
@@ -123,3 +123,28 @@ tr.fail td:nth-child(3) {{ background: #fbe9e7; }}
 {chr(10).join(rows)}
 </table></body></html>
 """
+
+
+def gallery_markdown(summary: pd.DataFrame, image_prefix: str = "") -> str:
+    """A Markdown gallery: per target with a figure, its PNG, the paper figure it
+    reproduces and how many of its claims hold.
+
+    Parameters
+    ----------
+    summary
+        The table of :func:`summarize_claims` (rows in gallery order).
+    image_prefix
+        Prefix of the image paths, ``<prefix><target>.png`` (e.g. ``"docs/gallery/"`` for a
+        page at the repository root).
+    """
+    lines = ["| reproduces | figure | claims that hold |", "|---|---|---|"]
+    for row in summary.itertuples(index=False):
+        if not get_experiment(row.target).has_figure:
+            continue
+        image = f"{image_prefix}{row.target}.png"
+        lines.append(
+            f"| {row.source}: {row.title}<br>`{row.target}` "
+            f'| <img src="{image}" alt="{row.target}" width="420"> '
+            f"| {row.passed}/{row.claims} |"
+        )
+    return "\n".join(lines) + "\n"

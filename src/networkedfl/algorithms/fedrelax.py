@@ -1,0 +1,413 @@
+"""FedRelax, Algorithm 1 of Abdurakhmanova et al. (2024): model-agnostic FL over networks.
+
+Each node ``i`` of an FL network holds a local dataset ``D^(i)``, a public unlabelled
+dataset ``P^(i)`` and a local model of any kind: anything with ``fit(X, y,
+sample_weight=...)`` and ``predict(X)``, e.g. any scikit-learn regressor; different nodes
+may hold different model types.  Iteration ``k`` (eq. (10) with the squared error (11) as
+local loss and discrepancy):
+
+1. every node ``i'`` shares its predictions ``h_k^(i')(x)``, ``x in P^(i')``, with its
+   neighbours;
+2. every node refits its model on the augmented dataset (19)::
+
+       D^(i) (weight 1)  U  {(x, h_k^(i')(x)) : x in P^(i'), i' in N(i)}  (weight alpha A_ii')
+
+   which is regularised empirical risk minimisation of (10) as weighted least squares.
+
+Options:
+
+* ``weighting="objective"`` uses the weights of eq. (10) exactly: ``1/m_i`` for a local
+  point and ``alpha A_ii' / |P^(i')|`` for a pseudo-labelled one (for a linear
+  least-squares model one iteration is then the closed-form step of Algorithm 2);
+  the default ``"paper"`` weights the pseudo-labelled points by ``alpha A_ii'`` and the local
+  ones by 1, as described in the paper's experiments (Sec. IV-A2).
+* ``self_distillation=r`` adds the paper's trick for models that refit from scratch
+  (decision trees, eq. (20)): ``r`` points ``z ~ N(0, I_d)`` (or ``distillation_sampler``)
+  labelled by the node's current model ``h_k^(i)``, weight ``distillation_weight``.
+* ``public_subsample=r``: each node shares its predictions on a fresh random subset of
+  ``r`` of its public points per iteration, weighted by ``|P^(i')| / r`` (an unbiased
+  estimate of the discrepancy at a fraction of the fitting cost).
+* Models whose ``fit`` takes no ``sample_weight`` (e.g. ``KNeighborsRegressor``) are fitted
+  on a weighted resample (with replacement, probabilities proportional to the weights) of
+  the augmented dataset, of the same size.
+
+The per-node ``fit``/``predict`` calls are a loop (the models are black boxes); the
+neighbourhoods, the gathering of the shared predictions and all random draws are
+vectorised over the sparse adjacency.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..graphs import EmpiricalGraph
+from ..progress import show_progress
+
+__all__ = [
+    "FedRelax",
+    "FedRelaxResult",
+    "LocalModel",
+    "accepts_sample_weight",
+    "fedrelax",
+    "predict_nodes",
+]
+
+
+class LocalModel(Protocol):
+    """What FedRelax needs of a local model (scikit-learn's regressor interface)."""
+
+    def fit(self, X: np.ndarray, y: np.ndarray, *args: Any, **kwargs: Any) -> Any: ...
+
+    def predict(self, X: np.ndarray) -> np.ndarray: ...
+
+
+#: ``callback(k, estimators) -> dict | None`` after the initial fit (k = 0) and every iteration.
+Callback = Callable[[int, list[Any]], Mapping[str, Any] | None]
+#: ``sampler(rng, n_nodes, n_points, dim) -> (n_nodes, n_points, dim)`` distillation inputs.
+Sampler = Callable[[np.random.Generator, int, int, int], np.ndarray]
+
+
+@dataclass(frozen=True, eq=False)
+class FedRelaxResult:
+    """The fitted local models (one per node) and one history row per callback call."""
+
+    estimators: list[Any]
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def accepts_sample_weight(estimator: Any) -> bool:
+    """Whether ``estimator.fit`` takes a ``sample_weight`` argument."""
+    try:
+        params = inspect.signature(estimator.fit).parameters
+    except (TypeError, ValueError):
+        return False
+    return "sample_weight" in params
+
+
+def _copy(estimator: Any) -> Any:
+    try:
+        from sklearn.base import clone
+
+        return clone(estimator)
+    except (ImportError, TypeError):
+        return copy.deepcopy(estimator)
+
+
+def _make_estimators(estimators: Any, n: int) -> list[Any]:
+    """``n`` independent local models from one template, a list of ``n``, or a factory."""
+    if isinstance(estimators, Sequence) and not isinstance(estimators, str):
+        if len(estimators) != n:
+            raise ValueError(f"need one estimator per node: got {len(estimators)} for {n} nodes")
+        models = [_copy(e) for e in estimators]
+    elif callable(estimators) and not hasattr(estimators, "fit"):
+        models = [estimators(i) for i in range(n)]
+    else:
+        models = [_copy(estimators) for _ in range(n)]
+    for i, m in enumerate(models):
+        if not (hasattr(m, "fit") and hasattr(m, "predict")):
+            raise TypeError(f"the local model of node {i} ({type(m).__name__}) needs fit and predict")
+    return models
+
+
+def _node_arrays(values: Any, n: int, what: str, ndim: int) -> list[np.ndarray]:
+    arrays = [np.asarray(v, float) for v in values]
+    if len(arrays) != n:
+        raise ValueError(f"{what}: need one array per node, got {len(arrays)} for {n} nodes")
+    for i, a in enumerate(arrays):
+        if a.ndim != ndim:
+            raise ValueError(f"{what}[{i}] must have {ndim} dimensions, got shape {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{what}[{i}] contains NaN or inf")
+    return arrays
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + l)`` for all pairs, without a Python loop."""
+    lengths = np.asarray(lengths, np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, np.int64)
+    shift = np.repeat(np.asarray(starts, np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    return shift + np.arange(total)
+
+
+def _fit(model: Any, x: np.ndarray, y: np.ndarray, w: np.ndarray, weighted: bool,
+         rng: np.random.Generator | None, node: int) -> None:
+    if weighted:
+        model.fit(x, y, sample_weight=w)
+        return
+    if np.allclose(w, w[0]):
+        model.fit(x, y)
+        return
+    if rng is None:
+        raise ValueError(
+            f"the local model of node {node} ({type(model).__name__}) takes no sample_weight: "
+            "FedRelax fits it on a weighted resample, which needs rng="
+        )
+    idx = rng.choice(w.size, size=w.size, replace=True, p=w / w.sum())
+    model.fit(x[idx], y[idx])
+
+
+def _standard_normal(rng: np.random.Generator, n: int, r: int, d: int) -> np.ndarray:
+    return rng.standard_normal((n, r, d))
+
+
+def fedrelax(
+    graph: EmpiricalGraph,
+    features: Any,
+    labels: Any,
+    public: Any,
+    estimators: Any,
+    *,
+    alpha: float,
+    n_iter: int,
+    weighting: Literal["paper", "objective"] = "paper",
+    self_distillation: int = 0,
+    distillation_weight: float = 1.0,
+    distillation_sampler: Sampler | None = None,
+    public_subsample: int | None = None,
+    fit_initial: bool = True,
+    rng: np.random.Generator | int | None = None,
+    callback: Callback | None = None,
+    progress: bool | None = None,
+) -> FedRelaxResult:
+    """FedRelax Algorithm 1 with any local models (squared-error loss and discrepancy).
+
+    Parameters
+    ----------
+    graph
+        FL network; ``A_ii'`` are its edge weights (weight-0 edges contribute nothing).
+    features, labels
+        Local datasets ``D^(i)``: per node ``(m_i, d)`` and ``(m_i,)`` (a sequence, or
+        stacked ``(n, m, d)`` / ``(n, m)`` arrays).
+    public
+        Public datasets ``P^(i)``, per node ``(m'_i, d)`` (sequence or ``(n, m', d)``).
+    estimators
+        The local models: one template (cloned for every node), a sequence of ``n``
+        (cloned: different nodes may hold different model types), or a factory
+        ``f(i) -> model``.  Each needs ``fit`` and ``predict``.
+    alpha
+        GTV parameter ``alpha >= 0``; ``alpha = 0`` is independent local training.
+    n_iter
+        Number of iterations ``K``.
+    weighting
+        ``"paper"`` (local weight 1, pseudo-labelled ``alpha A_ii'``) or ``"objective"``
+        (the exact weights of (10): ``1/m_i`` and ``alpha A_ii' / |P^(i')|``).
+    self_distillation, distillation_weight, distillation_sampler
+        Number of self-distillation points per node and iteration (eq. (20); 0: none),
+        their weight, and the sampler of their inputs (default ``N(0, I_d)``).
+    public_subsample
+        Share predictions on a fresh random subset of this many public points per node
+        and iteration (weights scaled by ``|P^(i')| / r``); ``None``: all of them.
+    fit_initial
+        Fit every model on its local data first (``h_0``); ``False``: the given models must
+        already be fitted (they are cloned only when ``fit_initial`` is true).
+    rng
+        Randomness of distillation inputs, subsamples and resampling (Generator or seed).
+    callback
+        ``callback(k, estimators) -> dict | None`` after the initial fit (``k = 0``) and after
+        every iteration; its entries form the ``history`` rows (with ``"iteration": k``).
+    progress
+        tqdm progress bar over iterations (``None``: the environment decides).
+
+    Returns
+    -------
+    FedRelaxResult
+        The fitted local models (``estimators[i]`` belongs to node ``i``) and the history.
+    """
+    n = graph.n_nodes
+    if alpha < 0 or not np.isfinite(alpha):
+        raise ValueError(f"alpha must be finite and non-negative, got {alpha!r}")
+    if isinstance(n_iter, bool) or int(n_iter) != n_iter or n_iter < 0:
+        raise ValueError(f"n_iter must be a non-negative integer, got {n_iter!r}")
+    if weighting not in ("paper", "objective"):
+        raise ValueError(f"unknown weighting {weighting!r}; expected 'paper' or 'objective'")
+    if int(self_distillation) != self_distillation or self_distillation < 0:
+        raise ValueError(f"self_distillation must be a non-negative integer, got {self_distillation!r}")
+    if public_subsample is not None and (int(public_subsample) != public_subsample or public_subsample < 1):
+        raise ValueError(f"public_subsample must be a positive integer or None, got {public_subsample!r}")
+    rng = np.random.default_rng(rng) if isinstance(rng, int | np.integer) else rng
+    xs = _node_arrays(features, n, "features", 2)
+    ys = _node_arrays(labels, n, "labels", 1)
+    ps = _node_arrays(public, n, "public", 2)
+    dim = xs[0].shape[1]
+    for i in range(n):  # validation of the inputs, once
+        if xs[i].shape[0] != ys[i].shape[0] or xs[i].shape[1] != dim or ps[i].shape[1] != dim:
+            raise ValueError(f"node {i}: features {xs[i].shape}, labels {ys[i].shape} and public "
+                             f"{ps[i].shape} do not match (d = {dim})")
+    if (self_distillation or public_subsample) and rng is None:
+        raise ValueError("self_distillation and public_subsample are random: pass rng=")
+    models = _make_estimators(estimators, n) if fit_initial else list(estimators)
+    if len(models) != n:
+        raise ValueError(f"need one estimator per node: got {len(models)} for {n} nodes")
+    weighted = [accepts_sample_weight(m) for m in models]
+    m_local = np.array([x.shape[0] for x in xs], np.int64)
+    local_w = [np.full(int(m), 1.0 / m if weighting == "objective" else 1.0) for m in m_local]
+
+    # public data of all nodes in one array; node j's points are rows pub_start[j] + (0 .. m'_j - 1)
+    pub_len = np.array([p.shape[0] for p in ps], np.int64)
+    pub_start = np.concatenate([[0], np.cumsum(pub_len)[:-1]])
+    pub_all = np.concatenate(ps)
+    adj = graph.adjacency.tocsr()
+    adj.sort_indices()
+
+    history: list[dict[str, Any]] = []
+
+    def record(k: int) -> None:
+        if callback is not None:
+            history.append({"iteration": k, **dict(callback(k, models) or {})})
+
+    if fit_initial:
+        for i in range(n):  # h_0: each model on its own data
+            _fit(models[i], xs[i], ys[i], local_w[i], weighted[i], rng, i)
+    record(0)
+    sampler = distillation_sampler or _standard_normal
+    coupled = alpha > 0 and adj.nnz > 0
+    for k in tqdm(range(1, int(n_iter) + 1), desc="FedRelax", leave=False,
+                  disable=not show_progress(progress)):
+        # 1. what every node shares: the rows of its public data and its predictions there
+        if public_subsample is None:
+            share_len = pub_len
+            share_rows = np.arange(pub_all.shape[0])
+        else:
+            share_len = np.minimum(pub_len, int(public_subsample))
+            keys = rng.random(pub_all.shape[0])
+            owner = np.repeat(np.arange(n), pub_len)
+            order = np.lexsort((keys, owner))  # rows of each node in random order
+            rank = np.arange(order.size) - np.repeat(pub_start, pub_len)
+            share_rows = order[rank < np.repeat(share_len, pub_len)]
+        share_start = np.concatenate([[0], np.cumsum(share_len)[:-1]])
+        shared_pred = np.zeros(share_rows.size)
+        if coupled:
+            for j in range(n):  # predictions of black-box models: one call per node
+                rows = share_rows[share_start[j]: share_start[j] + share_len[j]]
+                shared_pred[share_start[j]: share_start[j] + share_len[j]] = models[j].predict(pub_all[rows])
+        if self_distillation:
+            z = np.asarray(sampler(rng, n, int(self_distillation), dim), float)
+            z_pred = [models[i].predict(z[i]) for i in range(n)]
+        # 2. every node refits on its augmented dataset (19) (+ self-distillation points (20))
+        scale = (1.0 / share_len) if weighting == "objective" else (pub_len / share_len)
+        for i in range(n):
+            x_parts, y_parts, w_parts = [xs[i]], [ys[i]], [local_w[i]]
+            if coupled:
+                nbrs = adj.indices[adj.indptr[i]: adj.indptr[i + 1]]
+                a = alpha * adj.data[adj.indptr[i]: adj.indptr[i + 1]]
+                keep = a > 0
+                nbrs, a = nbrs[keep], a[keep]
+                idx = _ranges(share_start[nbrs], share_len[nbrs])
+                x_parts.append(pub_all[share_rows[idx]])
+                y_parts.append(shared_pred[idx])
+                w_parts.append(np.repeat(a * scale[nbrs], share_len[nbrs]))
+            if self_distillation:
+                x_parts.append(z[i])
+                y_parts.append(np.asarray(z_pred[i], float))
+                w_parts.append(np.full(int(self_distillation), float(distillation_weight)))
+            _fit(models[i], np.concatenate(x_parts), np.concatenate(y_parts),
+                 np.concatenate(w_parts), weighted[i], rng, i)
+        record(k)
+    return FedRelaxResult(models, history)
+
+
+def predict_nodes(estimators: Sequence[Any], features: Any) -> list[np.ndarray] | np.ndarray:
+    """Every node's model on its own inputs: ``features[i]`` ``(m_i, d)`` -> ``(m_i,)``.
+
+    A stacked ``(n, m, d)`` input gives an ``(n, m)`` array, a sequence a list of arrays.
+    """
+    preds = [np.asarray(est.predict(np.asarray(x, float)), float)
+             for est, x in zip(estimators, features, strict=True)]
+    if isinstance(features, np.ndarray) and features.ndim == 3:
+        return np.stack(preds)
+    return preds
+
+
+class FedRelax:
+    """Scikit-learn-style FedRelax (Algorithm 1) for a network of arbitrary regressors.
+
+    Example
+    -------
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> model = FedRelax(DecisionTreeRegressor(max_depth=5), alpha=0.05, n_iter=5,
+    ...                  self_distillation=100, random_state=0)
+    >>> model.fit(graph, X, y, public)            # doctest: +SKIP
+    >>> predictions = model.predict(X_val)        # doctest: +SKIP
+
+    Parameters
+    ----------
+    estimator
+        One template, a list with one model per node, or a factory ``f(i)``.
+    alpha, n_iter, weighting, self_distillation, distillation_weight, distillation_sampler, public_subsample
+        As for :func:`fedrelax`.
+    random_state
+        Seed or ``numpy.random.Generator`` of FedRelax's own random draws (the local models
+        keep their own ``random_state``).
+    progress
+        tqdm progress bar.
+
+    Attributes
+    ----------
+    estimators_
+        The fitted local models, ``estimators_[i]`` at node ``i``.
+    history_
+        The rows returned by ``callback`` (empty without one).
+    """
+
+    def __init__(
+        self,
+        estimator: Any,
+        *,
+        alpha: float = 0.01,
+        n_iter: int = 5,
+        weighting: Literal["paper", "objective"] = "paper",
+        self_distillation: int = 0,
+        distillation_weight: float = 1.0,
+        distillation_sampler: Sampler | None = None,
+        public_subsample: int | None = None,
+        random_state: int | np.random.Generator | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        self.estimator = estimator
+        self.alpha = alpha
+        self.n_iter = n_iter
+        self.weighting = weighting
+        self.self_distillation = self_distillation
+        self.distillation_weight = distillation_weight
+        self.distillation_sampler = distillation_sampler
+        self.public_subsample = public_subsample
+        self.random_state = random_state
+        self.progress = progress
+
+    def fit(self, graph: EmpiricalGraph, X: Any, y: Any, public: Any,
+            callback: Callback | None = None) -> FedRelax:
+        """Run FedRelax on ``graph`` with local data ``(X[i], y[i])`` and public data ``public[i]``."""
+        rng = self.random_state
+        rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
+        result = fedrelax(
+            graph, X, y, public, self.estimator, alpha=self.alpha, n_iter=self.n_iter,
+            weighting=self.weighting, self_distillation=self.self_distillation,
+            distillation_weight=self.distillation_weight,
+            distillation_sampler=self.distillation_sampler,
+            public_subsample=self.public_subsample, rng=rng, callback=callback,
+            progress=self.progress,
+        )
+        self.estimators_ = result.estimators
+        self.history_ = result.history
+        return self
+
+    def predict(self, X: Any) -> list[np.ndarray] | np.ndarray:
+        """Predictions of node ``i``'s model on ``X[i]`` for every node."""
+        if not hasattr(self, "estimators_"):
+            raise RuntimeError("FedRelax is not fitted yet: call fit(graph, X, y, public) first")
+        return predict_nodes(self.estimators_, X)
+
+    def predict_node(self, node: int, X: np.ndarray) -> np.ndarray:
+        """Predictions of node ``node``'s model on ``X`` ``(m, d)``."""
+        if not hasattr(self, "estimators_"):
+            raise RuntimeError("FedRelax is not fitted yet: call fit(graph, X, y, public) first")
+        return np.asarray(self.estimators_[node].predict(np.asarray(X, float)), float)

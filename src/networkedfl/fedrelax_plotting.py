@@ -1,0 +1,209 @@
+"""Figures of the FedRelax targets, drawn from their tidy tables (used by the notebooks).
+
+Every function takes the table written to ``results/tables/<id>.csv`` and returns a
+matplotlib figure: means over the repetition seeds (and, for Fig. 5, over the runs), with
+a band of one standard deviation where the curves are per iteration and error bars where
+they are per grid point.  Nothing here runs an experiment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "METHOD_LABELS",
+    "mean_table",
+    "plot_baselines",
+    "plot_convergence",
+    "plot_dm_ratio",
+    "plot_noniid",
+    "plot_tree_ratio",
+    "plot_variation",
+]
+
+METHOD_LABELS = {
+    "fedrelax": "FedRelax", "local": r"local ($\alpha$ = 0)", "oracle": "Oracle",
+    "fedavg": "FedAvg", "ifca_correct": "IFCA correct", "ifca_incorrect": "IFCA incorrect",
+}
+AXIS = {
+    "d_over_m": "d / m", "sigma": r"noise $\sigma$", "alpha": r"$\alpha$", "iteration": "iteration",
+    "weight_mse": r"MSE($\hat{w}$) (18)", "mse_val": r"MSE$^{(val)}$",
+    "mse_val_ratio": r"normalised MSE$^{(val)}$",
+}
+
+
+def mean_table(table: pd.DataFrame, metric: str, index: str | Sequence[str],
+               columns: str | Sequence[str]) -> pd.DataFrame:
+    """Mean of ``metric`` over seeds (and runs) as an ``index`` x ``columns`` table."""
+    rows = table[table["metric"] == metric]
+    return rows.pivot_table(index=index, columns=columns, values="value", aggfunc="mean")
+
+
+def _errorbar(ax: plt.Axes, rows: pd.DataFrame, x: str, label: str, logy: bool, **kw) -> None:
+    stats = rows.groupby(x)["value"].agg(["mean", "std"]).sort_index()
+    std = stats["std"].fillna(0).to_numpy()
+    lower = np.minimum(std, 0.9 * stats["mean"].to_numpy()) if logy else std
+    ax.errorbar(stats.index, stats["mean"], yerr=[lower, std], marker="o", ms=3, capsize=2,
+                label=label, **kw)
+
+
+def _band(ax: plt.Axes, rows: pd.DataFrame, label: str, **kw) -> None:
+    stats = rows.groupby("iteration")["value"].agg(["mean", "std"]).sort_index()
+    line, = ax.plot(stats.index, stats["mean"], label=label, **kw)
+    lo = np.maximum(stats["mean"] - stats["std"].fillna(0), stats["mean"] * 0.1)
+    ax.fill_between(stats.index, lo, stats["mean"] + stats["std"].fillna(0), alpha=0.15,
+                    color=line.get_color(), lw=0)
+
+
+def _finish(ax: plt.Axes, x: str, y: str, logy: bool = True, logx: bool = False,
+            ticks: Sequence[float] | None = None) -> None:
+    ax.set_xlabel(AXIS.get(x, x))
+    ax.set_ylabel(AXIS.get(y, y))
+    if logy:
+        ax.set_yscale("log")
+    if logx:
+        ax.set_xscale("log")
+    if ticks is not None:  # label the grid values themselves (log axes crowd otherwise)
+        values = sorted({float(t) for t in ticks})
+        ax.set_xticks(values, [f"{t:g}" for t in values])
+        ax.xaxis.set_minor_locator(plt.NullLocator())
+    ax.grid(alpha=0.3, which="both")
+
+
+def plot_dm_ratio(table: pd.DataFrame) -> plt.Figure:
+    """Fig. 1a: MSE(w_hat) vs d/m, one curve per alpha."""
+    rows = table[table["metric"] == "weight_mse"]
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    for alpha, part in rows.groupby("alpha"):
+        _errorbar(ax, part, "d_over_m", rf"$\alpha$ = {alpha:g}", logy=True)
+    _finish(ax, "d_over_m", "weight_mse", logx=True, ticks=rows["d_over_m"].unique())
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_convergence(table: pd.DataFrame) -> plt.Figure:
+    """Fig. 1b: MSE(w_hat) vs iteration, a panel per sigma, a curve per alpha."""
+    rows = table[table["metric"] == "weight_mse"]
+    sigmas = sorted(rows["sigma"].unique())
+    fig, axes = plt.subplots(1, len(sigmas), figsize=(4.2 * len(sigmas), 3.4), sharey=True,
+                             squeeze=False)
+    for ax, sigma in zip(axes[0], sigmas, strict=True):
+        for alpha, part in rows[rows["sigma"] == sigma].groupby("alpha"):
+            _band(ax, part, rf"$\alpha$ = {alpha:g}")
+        ax.set_title(rf"$\sigma$ = {sigma:g}, d/m = {rows['d_over_m'].iloc[0]:g}")
+        _finish(ax, "iteration", "weight_mse")
+    axes[0, -1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_baselines(table: pd.DataFrame) -> plt.Figure:
+    """Fig. 1c: MSE(w_hat) vs iteration / round for FedRelax and the baselines."""
+    rows = table[table["metric"] == "weight_mse"]
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    styles = {"oracle": "--", "ifca_correct": "-.", "ifca_incorrect": ":", "fedavg": "--"}
+    for method in [m for m in METHOD_LABELS if m in set(rows["method"])]:
+        _band(ax, rows[rows["method"] == method], METHOD_LABELS[method],
+              ls=styles.get(method, "-"))
+    _finish(ax, "iteration", "weight_mse")
+    ax.set_xlabel("iteration / round")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_tree_ratio(table: pd.DataFrame, x: str) -> plt.Figure:
+    """Figs. 2a / 2b: MSE_val / MSE_val(Oracle) vs ``x`` (d/m or sigma), a curve per alpha."""
+    rows = table[(table["metric"] == "mse_val_ratio") & (table["method"] == "fedrelax")]
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    for alpha, part in rows.groupby("alpha"):
+        _errorbar(ax, part, x, rf"$\alpha$ = {alpha:g}", logy=True)
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--", label="Oracle")
+    _finish(ax, x, "mse_val_ratio", logx=(x == "d_over_m"), ticks=rows[x].unique())
+    ax.set_ylabel(r"MSE$^{(val)}$ / MSE$^{(val)}$(Oracle)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _sweeps(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows of the d/m sweep (lowest sigma) and of the sigma sweep (its d/m)."""
+    flat = table[table["sigma"] == table["sigma"].min()]
+    counts = table.groupby("d_over_m")["sigma"].nunique()
+    noisy = table[table["d_over_m"] == counts.idxmax()]
+    return flat, noisy
+
+
+def plot_noniid(table: pd.DataFrame, trees: bool) -> plt.Figure:
+    """Figs. 3 (linear) and 4 (trees): three panels of MSE_val relative to alpha = 0.
+
+    Linear (Fig. 3): ratio vs d/m per alpha > 0; MSE_val vs d/m per alpha; ratio vs sigma
+    at the smallest alpha > 0.  Trees (Fig. 4): ratio vs d/m per alpha > 0; ratio vs alpha
+    per d/m; ratio vs sigma per alpha > 0.
+    """
+    ratio = table[(table["metric"] == "mse_val_ratio") & (table["method"] == "fedrelax")]
+    flat_r, noisy_r = _sweeps(ratio)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for alpha, part in flat_r.groupby("alpha"):
+        _errorbar(axes[0], part, "d_over_m", rf"$\alpha$ = {alpha:g}", logy=trees)
+    _finish(axes[0], "d_over_m", "mse_val_ratio", logy=trees, logx=True,
+            ticks=flat_r["d_over_m"].unique())
+    axes[0].set_title(rf"$\sigma$ = {flat_r['sigma'].min():g}")
+    if trees:
+        for dm, part in flat_r.groupby("d_over_m"):
+            _errorbar(axes[1], part, "alpha", f"d/m = {dm:g}", logy=True)
+        _finish(axes[1], "alpha", "mse_val_ratio", logx=True, ticks=flat_r["alpha"].unique())
+        axes[1].set_title(rf"$\sigma$ = {flat_r['sigma'].min():g}")
+        for alpha, part in noisy_r.groupby("alpha"):
+            _errorbar(axes[2], part, "sigma", rf"$\alpha$ = {alpha:g}", logy=True)
+    else:
+        val = table[(table["metric"] == "mse_val") & (table["sigma"] == table["sigma"].min())]
+        for alpha, part in val.groupby("alpha"):
+            _errorbar(axes[1], part, "d_over_m", rf"$\alpha$ = {alpha:g}", logy=True)
+        _finish(axes[1], "d_over_m", "mse_val", logx=True, ticks=val["d_over_m"].unique())
+        axes[1].set_title(rf"$\sigma$ = {val['sigma'].min():g}")
+        a_small = noisy_r["alpha"].min()
+        _errorbar(axes[2], noisy_r[noisy_r["alpha"] == a_small], "sigma",
+                  rf"$\alpha$ = {a_small:g}", logy=False)
+    _finish(axes[2], "sigma", "mse_val_ratio", logy=trees, ticks=noisy_r["sigma"].unique())
+    axes[2].set_title(f"d/m = {noisy_r['d_over_m'].iloc[0]:g}")
+    for ax in (axes[0], axes[2]):
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_variation(table: pd.DataFrame, curve: Sequence[str]) -> plt.Figure:
+    """Fig. 5: variation (22) (solid) and its bound (25) (dashed) vs iteration, log y.
+
+    One colour per combination of the ``curve`` columns (e.g. ``["sigma", "alpha"]`` or
+    ``["p_in"]``); means over all runs and seeds.
+    """
+    curve = list(curve)
+    var = table[table["metric"] == "variation"]
+    bound = table[table["metric"] == "bound"].groupby(curve)["value"].mean()
+    lam2 = table[table["metric"] == "lambda2"].groupby(curve)["value"].mean()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for key, part in var.groupby(curve):
+        key = key if isinstance(key, tuple) else (key,)
+        names = {"sigma": r"$\sigma$", "alpha": r"$\alpha$", "p_in": r"$p_{in}$"}
+        label = ", ".join(f"{names.get(c, c)} = {v:g}" for c, v in zip(curve, key, strict=True))
+        if curve == ["p_in"]:
+            label += rf" ($\lambda_2$ = {lam2[key[0]]:.3g})"
+        stats = part.groupby("iteration")["value"].mean()
+        line, = ax.plot(stats.index, stats.to_numpy(), label=label)
+        b = bound[key if len(key) > 1 else key[0]]
+        if np.isfinite(b):
+            ax.axhline(b, color=line.get_color(), ls="--", lw=1)
+    _finish(ax, "iteration", "variation")
+    ax.set_ylabel(r"$\sum_i \|\tilde{w}^{(i)}\|^2$ (solid), bound (25) (dashed)")
+    ax.legend(fontsize=7, ncol=2 if len(var.groupby(curve)) > 4 else 1)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,22 @@
+"""Copy every selected figure's PNG to docs/gallery/ and write the gallery page there."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
+import _logging  # noqa: E402
+
+from networkedfl.pipeline.io import atomic_write  # noqa: E402
+from networkedfl.pipeline.summary import gallery_markdown, summarize_claims  # noqa: E402
+
+log = _logging.setup(snakemake.log[0])  # noqa: F821
+for source, image in zip(snakemake.input.figures, snakemake.output.images, strict=True):  # noqa: F821
+    atomic_write(image, lambda tmp, source=source: shutil.copyfile(source, tmp))
+claims = {target: json.loads(Path(path).read_text(encoding="utf-8"))
+          for target, path in zip(snakemake.params.targets, snakemake.input.claims, strict=True)}  # noqa: F821
+page = ("# Gallery\n\nThe figures of the default configuration, as `snakemake --cores 1 gallery` "
+        "copies them from `results/figures/`.\n\n" + gallery_markdown(summarize_claims(claims)))
+atomic_write(snakemake.output.page, lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))  # noqa: F821
+log.info("gallery of %d figures in %s", len(snakemake.output.images), Path(snakemake.output.page).parent)  # noqa: F821
