@@ -21,7 +21,6 @@ nodes' validation images, after every iteration / round / epoch (iteration 0: th
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -270,7 +269,6 @@ def _run_method(problem: MnistProblem, params: Params, setting: str, seed: int,
             records.append({**base, "lam": np.nan, **keys, "iteration": iteration,
                             "metric": metric, "value": float(value)})
 
-    start = time.perf_counter()
     torch.manual_seed(0)  # no torch call here draws from it; pins any library default
     if algorithm == "primal_dual":
         final = _primal_dual(problem, spec, w0, rec)
@@ -283,7 +281,6 @@ def _run_method(problem: MnistProblem, params: Params, setting: str, seed: int,
         for metric, value in extra.items():
             records.append({**base, "lam": np.nan, "iteration": np.nan, "metric": metric,
                             "value": value})
-    seconds = time.perf_counter() - start
     g = problem.graph
     graph_metrics = {
         "nodes": g.n_nodes, "edges": len(g.edges),
@@ -291,7 +288,8 @@ def _run_method(problem: MnistProblem, params: Params, setting: str, seed: int,
         "mean_edge_weight": float(np.mean(g.weights)),
         "graph_seconds": float(sum(g.seconds.values())),
     }
-    for metric, value in {**graph_metrics, "seconds": seconds}.items():
+    # no wall-clock time here: records must be byte-identical on a rerun (the runner logs it)
+    for metric, value in graph_metrics.items():
         records.append({**base, "lam": np.nan, "iteration": np.nan, "metric": metric,
                         "value": float(value)})
     return records
