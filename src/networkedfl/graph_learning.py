@@ -110,7 +110,8 @@ def tsne_embedding(
         ``"fft"`` (interpolation), ``"bh"`` (Barnes-Hut) or ``"auto"`` (openTSNE's choice:
         Barnes-Hut below 10,000 samples, FFT above).
     n_jobs
-        Threads of openTSNE.
+        Threads of openTSNE (its gradients; BLAS runs on one thread during the
+        embedding so that the result does not depend on the BLAS thread count).
 
     Returns
     -------
@@ -118,24 +119,29 @@ def tsne_embedding(
         ``(N, n_components)`` float64 coordinates.
     """
     from openTSNE import TSNE  # imported on first use: an optional heavy dependency
+    from threadpoolctl import threadpool_limits
 
-    x = np.asarray(features, dtype=np.float64)
-    if pca_components is not None and pca_components < x.shape[1]:
-        x = pca_projection(x, int(pca_components))
-    tsne = TSNE(
-        n_components=int(n_components),
-        perplexity=float(perplexity),
-        early_exaggeration_iter=int(early_exaggeration_iter),
-        n_iter=int(n_iter),
-        neighbors=neighbors,
-        knn_kwargs={"algorithm": "brute"} if neighbors == "exact" else None,
-        negative_gradient_method=negative_gradient_method,
-        ints_in_interval=float(ints_in_interval),
-        n_jobs=int(n_jobs),
-        random_state=int(random_state),
-        verbose=False,
-    )
-    return np.asarray(tsne.fit(x), dtype=np.float64)
+    # One BLAS thread: the PCA scatter matrix and the exact nearest-neighbour distances
+    # are then summed in one fixed order, so the embedding does not depend on the
+    # machine's BLAS thread count (t-SNE amplifies a last-bit difference into other edges).
+    with threadpool_limits(limits=1, user_api="blas"):
+        x = np.asarray(features, dtype=np.float64)
+        if pca_components is not None and pca_components < x.shape[1]:
+            x = pca_projection(x, int(pca_components))
+        tsne = TSNE(
+            n_components=int(n_components),
+            perplexity=float(perplexity),
+            early_exaggeration_iter=int(early_exaggeration_iter),
+            n_iter=int(n_iter),
+            neighbors=neighbors,
+            knn_kwargs={"algorithm": "brute"} if neighbors == "exact" else None,
+            negative_gradient_method=negative_gradient_method,
+            ints_in_interval=float(ints_in_interval),
+            n_jobs=int(n_jobs),
+            random_state=int(random_state),
+            verbose=False,
+        )
+        return np.asarray(tsne.fit(x), dtype=np.float64)
 
 
 # ------------------------------------------------------------------------ KL estimator
