@@ -136,3 +136,18 @@ def test_a_job_whose_input_files_are_missing_names_them(test_config, tmp_path, m
     monkeypatch.chdir(tmp_path)  # no data/raw here
     with pytest.raises(FileNotFoundError, match=f"{target} reads files that do not exist: data/raw/"):
         run_job(test_config, target, job_settings(test_config, target)[0], 0)
+
+
+def test_gallery_rows_keep_three_cells_when_a_title_holds_a_pipe():
+    """The gallery is a Markdown table: a "|" in a title (|C2|) must not open a new cell."""
+    from networkedfl.pipeline.summary import gallery_markdown, summarize_claims
+
+    claims = {t: [{"claim": "c", "passed": True, "detail": ""}]
+              for t in ("gtv_fig11_unbalanced", "gtv_table1_highdim_sbm", "gtv_fig03_chain_sampling")}
+    assert "|C2|" in get_experiment("gtv_fig11_unbalanced").title
+    lines = gallery_markdown(summarize_claims(claims), "docs/gallery/").splitlines()
+    assert len(lines) == 2 + 2  # header, rule, the two targets with a figure (not the table)
+    for line in lines[2:]:
+        unescaped = line.replace("\\|", "")
+        assert unescaped.count("|") == 4, line
+    assert 'src="docs/gallery/gtv_fig11_unbalanced.png"' in lines[2] + lines[3]

@@ -142,8 +142,9 @@ def gallery_markdown(summary: pd.DataFrame, image_prefix: str = "") -> str:
         if not get_experiment(row.target).has_figure:
             continue
         image = f"{image_prefix}{row.target}.png"
+        caption = f"{row.source}: {row.title}".replace("|", "\\|")  # a "|" would end the cell
         lines.append(
-            f"| {row.source}: {row.title}<br>`{row.target}` "
+            f"| {caption}<br>`{row.target}` "
             f'| <img src="{image}" alt="{row.target}" width="420"> '
             f"| {row.passed}/{row.claims} |"
         )
