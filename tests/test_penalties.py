@@ -97,8 +97,11 @@ def test_norm_dual_prox_matches_constrained_minimisation(name):
                 "fun": lambda u, e=e: radius[e] ** 2 - float(u @ u),
                 "jac": lambda u: -2.0 * u,
             }
+            # start inside the ball but not at 0, where the constraint's gradient vanishes
+            # (SLSQP of scipy >= 1.16 then stops with "positive directional derivative")
+            start = 0.5 * radius[e] * z[e] / max(float(np.linalg.norm(z[e])), 1e-300)
             res = minimize(
-                obj, np.zeros(z.shape[1]), jac=jac, method="SLSQP", constraints=[cons],
+                obj, start, jac=jac, method="SLSQP", constraints=[cons],
                 options={"ftol": 1e-10, "maxiter": 500},
             )
         assert res.success

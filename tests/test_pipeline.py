@@ -39,9 +39,14 @@ def test_all_output_kinds_appear(built, target):
     assert {"metric", "value", "seed"} <= set(table.columns) and len(table) > 0
     claims = json.loads((results / "claims" / f"{target}.json").read_text())
     assert claims, "no claims evaluated"
+    variants = "variant" in table.columns
     for claim in claims:
-        assert set(claim) == {"claim", "passed", "detail"}
+        assert set(claim) == {"claim", "passed", "detail"} | ({"variant"} if variants else set())
         assert isinstance(claim["passed"], bool) and claim["claim"] and claim["detail"]
+    if variants:  # both variants in the table, every claim evaluated for each
+        assert table.columns[0] == "variant" and set(table["variant"]) == {"published", "paper"}
+        by_variant = {v: [c["claim"] for c in claims if c["variant"] == v] for v in ("published", "paper")}
+        assert by_variant["published"] == by_variant["paper"] and by_variant["paper"]
     html = (results / "reports" / f"{target}.html").read_text()
     assert target in html and "Claims" in html
     executed = json.loads((results / "reports" / f"{target}.ipynb").read_text())
@@ -74,6 +79,13 @@ def test_claims_summary_lists_every_registered_target(built):
         claims = json.loads((built / "results" / "claims" / f"{row.target}.json").read_text())
         assert row.claims == len(claims) > 0
         assert row.passed == sum(c["passed"] for c in claims)
+        for v in ("published", "paper"):
+            mine = [c for c in claims if c.get("variant") == v]
+            assert getattr(row, f"claims_{v}") == len(mine)
+            assert getattr(row, f"passed_{v}") == sum(c["passed"] for c in mine)
+    assert summary.set_index("target").loc["gtv_fig09_sbm_sampling", "claims_published"] > 0
+    page = (built / "results" / "index.html").read_text()
+    assert "published " in page and "paper " in page
 
 
 def test_index_links_every_output_of_every_target(built):
@@ -106,6 +118,8 @@ def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, bu
             assert get_experiment(target).source in page
             copy = built / "docs" / "gallery" / f"{target}.png"
             assert copy.read_bytes() == (built / "results" / "figures" / f"{target}.png").read_bytes()
+    ablation = (built / "docs" / "gallery" / "gtv_quirk_ablation.md").read_text()
+    assert "| result | published |" in ablation and "loss_scale → paper" in ablation
 
 
 def test_lint_is_clean(repo, tmp_path):

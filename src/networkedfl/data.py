@@ -13,12 +13,18 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "LABEL_NOISE",
     "NodeData",
     "cluster_weights_per_node",
     "linear_model_data",
+    "perturb_cluster_weights",
     "perturb_weights",
     "sampling_mask",
 ]
+
+
+#: Values of ``noise`` in :func:`linear_model_data`.
+LABEL_NOISE = ("per_sample", "per_node")
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,6 +89,23 @@ def perturb_weights(
     return weights + scale * rng.standard_normal(weights.shape) / norms
 
 
+def perturb_cluster_weights(
+    cluster_weights: np.ndarray, scale: float, rng: np.random.Generator
+) -> np.ndarray:
+    """One perturbation per cluster: ``w^(c) + scale * z_c / |w^(c)|``, ``z_c ~ N(0, 1)``.
+
+    What the authors' notebook ``SBM_experiment_non_iid`` computes instead of the paper's
+    per-node perturbation (:func:`perturb_weights`; EXPERIMENTS.md §8 item 9): one scalar
+    draw per cluster, divided entrywise by the absolute weights, shared by all nodes of the
+    cluster, so the true weights stay piecewise constant over the clusters.
+    """
+    w = np.asarray(cluster_weights, float)
+    if np.any(w == 0):
+        raise ValueError("cannot divide a perturbation by a zero entry of a cluster weight")
+    z = rng.standard_normal((w.shape[0], 1))
+    return w + scale * z / np.abs(w)
+
+
 def linear_model_data(
     true_weights: np.ndarray,
     n_samples: int,
@@ -90,6 +113,7 @@ def linear_model_data(
     rng: np.random.Generator,
     *,
     feature_cov: np.ndarray | None = None,
+    noise: str = "per_sample",
 ) -> NodeData:
     """Local datasets of the noisy linear model (GTV eq. (37)).
 
@@ -106,18 +130,27 @@ def linear_model_data(
     feature_cov
         Optional covariance of the features: ``(d, d)`` for all nodes or ``(n, d, d)``
         per node (GTV Sec. IX-B1 uses one covariance per cluster).
+    noise
+        ``"per_sample"`` (default, eq. (37)): ``e ~ N(0, sigma^2)`` drawn for every data
+        point.  ``"per_node"``: one draw ``e_i ~ N(0, sigma^2)`` per node, added to all of
+        its labels, as the authors' notebooks do (EXPERIMENTS.md §8 item 2; the
+        ``published`` variant).  Both draw the features first, so the features of the two
+        options are identical for one generator state.
     """
     w = np.asarray(true_weights, float)
     n, d = w.shape
     if noise_std < 0:
         raise ValueError(f"noise_std must be non-negative, got {noise_std}")
+    if noise not in LABEL_NOISE:
+        raise ValueError(f"noise must be one of {LABEL_NOISE}, got {noise!r}")
     z = rng.standard_normal((n, n_samples, d))
     if feature_cov is not None:
         cov = np.broadcast_to(np.asarray(feature_cov, float), (n, d, d))
         chol = np.linalg.cholesky(cov)
         z = np.einsum("nij,nmj->nmi", chol, z)
-    noise = noise_std * rng.standard_normal((n, n_samples))
-    y = np.einsum("nmd,nd->nm", z, w) + noise
+    shape = (n, n_samples) if noise == "per_sample" else (n, 1)
+    e = noise_std * rng.standard_normal(shape)
+    y = np.einsum("nmd,nd->nm", z, w) + e
     return NodeData(z, y)
 
 

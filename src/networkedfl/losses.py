@@ -20,7 +20,7 @@ import numpy as np
 
 from .data import NodeData
 
-__all__ = ["LocalLoss", "SquaredErrorLoss"]
+__all__ = ["REDUCTIONS", "LocalLoss", "SquaredErrorLoss"]
 
 ProxOperator = Callable[[np.ndarray], np.ndarray]
 
@@ -43,6 +43,10 @@ class LocalLoss(Protocol):
         """Boolean mask of the nodes with the trivial loss ``L_i = 0`` (conjugate: ``v_i = 0``)."""
 
 
+#: Values of :attr:`SquaredErrorLoss.reduction`.
+REDUCTIONS = ("mean", "sum")
+
+
 @dataclass(frozen=True, eq=False)
 class SquaredErrorLoss:
     """Average squared error ``L_i(w) = (1/m) ||y_i - X_i w||^2`` at nodes in ``M``.
@@ -54,6 +58,14 @@ class SquaredErrorLoss:
     mask
         Boolean sampling set ``M``; nodes outside carry the trivial loss ``L_i = 0``.
         ``None`` means all nodes.
+    reduction
+        ``"mean"`` (default): the average squared error of GTV eq. (38).  ``"sum"``: the sum
+        of squared errors ``||y_i - X_i w||^2``, as the authors' notebooks compute it
+        (EXPERIMENTS.md §8 item 3; the ``published`` variant).  With ``m`` samples per node
+        the two are the same problem up to scale: the primal-dual iterates of the sum with
+        steps ``(tau, sigma)`` and parameter ``lambda`` equal those of the mean with
+        ``(m tau, sigma / m)`` and ``lambda / m`` (duals scaled by ``1/m``), so the sum
+        loss is the paper's loss with ``lambda / m``.
     rank_tol
         Eigenvalues of ``X_i^T X_i`` below ``rank_tol * max(1, largest)`` count as zero
         when evaluating the conjugate (used by the duality gap only).
@@ -67,8 +79,11 @@ class SquaredErrorLoss:
     mask: np.ndarray | None = None
     rank_tol: float = 1e-10
     feasibility_tol: float = 1e-9
+    reduction: str = "mean"
 
     def __post_init__(self) -> None:
+        if self.reduction not in REDUCTIONS:
+            raise ValueError(f"reduction must be one of {REDUCTIONS}, got {self.reduction!r}")
         mask = np.ones(self.data.n_nodes, bool) if self.mask is None else np.asarray(self.mask, bool)
         if mask.shape != (self.data.n_nodes,):
             raise ValueError(f"mask must have shape ({self.data.n_nodes},), got {mask.shape}")
@@ -90,7 +105,7 @@ class SquaredErrorLoss:
     def _quadratic(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``L_i(w) = 1/2 w^T Q_i w - b_i^T w + c_i`` (zero at nodes outside ``M``)."""
         x, y = self.data.features, self.data.labels
-        m = self.data.n_samples
+        m = self.data.n_samples if self.reduction == "mean" else 1
         scale = self.mask.astype(float) * (2.0 / m)
         q = scale[:, None, None] * np.einsum("nmi,nmj->nij", x, x)
         b = scale[:, None] * np.einsum("nmi,nm->ni", x, y)
@@ -100,7 +115,8 @@ class SquaredErrorLoss:
     def prox_operator(self, tau: np.ndarray) -> ProxOperator:
         """Closed form ``(tau_i Q_i + I)^{-1} (w_hat_i + tau_i b_i)`` for all nodes at once.
 
-        With ``Q_i = 2 X_i^T X_i / m`` this is the formula below GTV eq. (38).  The
+        With ``Q_i = 2 X_i^T X_i / m`` this is the formula below GTV eq. (38) (``m = 1``
+        for ``reduction="sum"``).  The
         inverses are computed once per ``tau``.
         """
         q, b, _ = self._quadratic
@@ -118,7 +134,8 @@ class SquaredErrorLoss:
 
     def value(self, w: np.ndarray) -> np.ndarray:
         resid = self.data.labels - np.einsum("nmd,nd->nm", self.data.features, w)
-        return self.mask * np.mean(resid**2, axis=1)
+        reduce = np.mean if self.reduction == "mean" else np.sum
+        return self.mask * reduce(resid**2, axis=1)
 
     @cached_property
     def _eig(self) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,17 @@ from typing import Protocol
 
 import numpy as np
 
-__all__ = ["PENALTIES", "Penalty", "clip_elementwise", "clip_vector", "get_penalty", "scale_mocha"]
+__all__ = [
+    "MOCHA_DUAL_STEPS",
+    "PENALTIES",
+    "Penalty",
+    "UnprojectedEdges",
+    "clip_elementwise",
+    "clip_vector",
+    "get_penalty",
+    "mocha_lambda_factor",
+    "scale_mocha",
+]
 
 
 def clip_elementwise(u: np.ndarray, radius: np.ndarray) -> np.ndarray:
@@ -46,6 +56,28 @@ def scale_mocha(u: np.ndarray, step: np.ndarray, radius: np.ndarray) -> np.ndarr
     with np.errstate(divide="ignore"):
         factor = np.where(r > 0, 2 * r / (2 * r + s), 0.0)
     return u * factor[:, None]
+
+
+#: MOCHA dual steps ``u / (1 + c sigma_e / (lambda A_e))`` by name, as the constant ``c``:
+#: ``exact`` is the prox of the conjugate of ``lambda A_e ||.||_2^2`` (``c = 1/2``); the
+#: authors' SBM notebooks use ``c = 2``, their chain and MNIST notebooks ``c = 1``
+#: (EXPERIMENTS.md §8 item 8).
+MOCHA_DUAL_STEPS = {"exact": 0.5, "notebook_sbm": 2.0, "notebook_chain": 1.0}
+
+
+def mocha_lambda_factor(step: str) -> float:
+    """The factor ``f`` such that the exact MOCHA step with ``f * lambda`` is the ``step`` named.
+
+    ``u / (1 + c sigma / (lambda A))`` is the exact step ``u / (1 + sigma / (2 lambda' A))``
+    with ``lambda' = lambda / (2 c)``: a notebook's MOCHA step is the exact one for a
+    smaller ``lambda`` (a quarter of it in the SBM notebooks, half in the chain notebook),
+    not another algorithm.
+    """
+    try:
+        c = MOCHA_DUAL_STEPS[step]
+    except KeyError:
+        raise ValueError(f"unknown MOCHA dual step {step!r}; known: {sorted(MOCHA_DUAL_STEPS)}") from None
+    return MOCHA_DUAL_STEPS["exact"] / c
 
 
 class Penalty(Protocol):
@@ -135,6 +167,43 @@ class MochaPenalty:
 
 
 PENALTIES: dict[str, Penalty] = {p.name: p for p in (L1Penalty(), NLassoPenalty(), MochaPenalty())}
+
+
+@dataclass(frozen=True)
+class UnprojectedEdges:
+    """``base``, except that the dual step leaves the ``edges`` marked unprojected.
+
+    The authors' MNIST notebook skips the nLasso projection when ``lambda = 0``
+    (EXPERIMENTS.md §8 item 5): the duals of those edges then grow freely and couple the
+    nodes although the penalty is zero.  ``edges`` is a boolean mask over the edges (e.g.
+    the copies with ``lambda = 0`` on a disjoint-union graph).  Only the iteration uses this;
+    the objective and the gap are those of ``base`` (for which such duals are infeasible).
+    """
+
+    base: Penalty
+    edges: np.ndarray
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}_unprojected"
+
+    def value(self, v, radius):
+        return self.base.value(v, radius)
+
+    def dual_prox(self, z, step, radius):
+        keep = np.asarray(self.edges, bool)
+        if keep.shape != (z.shape[0],):
+            raise ValueError(f"edges must be a mask over the {z.shape[0]} edges, got shape {keep.shape}")
+        # an unbounded ball: the identity on the penalised coordinates (free ones stay 0)
+        r = np.array(np.broadcast_to(np.asarray(radius, float), keep.shape))
+        r[keep] = np.finfo(float).max / 4
+        return self.base.dual_prox(z, step, r)
+
+    def conjugate(self, u, radius, tol=1e-9):
+        return self.base.conjugate(u, radius, tol)
+
+    def feasible_scale(self, u, radius):
+        return self.base.feasible_scale(u, radius)
 
 
 def get_penalty(name: str | Penalty) -> Penalty:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
@@ -18,8 +19,12 @@ from .pipeline.io import atomic_write
 
 __all__ = [
     "PENALTY_LABELS",
+    "ablation_summary",
+    "accuracy_curves",
     "claims_frame",
     "plot_cluster_graph",
+    "plot_ablation",
+    "plot_accuracy_curves",
     "plot_graph",
     "plot_star_lambda",
     "plot_sweep",
@@ -47,16 +52,25 @@ def _label(name: str, value: object) -> str:
     return f"{name} = {shown}"
 
 
+#: Line style of each variant (EXPERIMENTS.md §8): the published curves are the main ones.
+VARIANT_STYLES = {"published": "-", "paper": "--"}
+VARIANT_LABELS = {"published": "published (authors' notebooks)", "paper": "paper (its equations)"}
+
+
+def _variants(table: pd.DataFrame) -> list[str]:
+    if "variant" not in table:
+        return []
+    present = list(table["variant"].dropna().unique())
+    return [v for v in VARIANT_STYLES if v in present] + [v for v in present if v not in VARIANT_STYLES]
+
+
 def sweep_summary(
     table: pd.DataFrame, x: str, curve: str, panel: str = "penalty", metric: str = "parameter_mse"
 ) -> pd.DataFrame:
-    """Mean, standard deviation and count over seeds per (panel, curve, x)."""
+    """Mean, standard deviation and count over seeds per (variant,) panel, curve and x."""
     rows = table[table["metric"] == metric]
-    return (
-        rows.groupby([panel, curve, x])["value"]
-        .agg(mean="mean", std="std", n="count")
-        .reset_index()
-    )
+    keys = (["variant"] if _variants(table) else []) + [panel, curve, x]
+    return rows.groupby(keys)["value"].agg(mean="mean", std="std", n="count").reset_index()
 
 
 def plot_sweep(
@@ -65,37 +79,162 @@ def plot_sweep(
     x: str,
     curve: str,
     panel: str = "penalty",
-    metric: str = "parameter_mse",
+    metric: str | Sequence[str] = "parameter_mse",
     logy: bool = True,
     panel_order: Sequence[str] | None = None,
     title: str | None = None,
 ) -> plt.Figure:
     """One panel per ``panel`` value, one curve per ``curve`` value: mean ± std over seeds.
 
-    On a log axis the lower error bar is clipped at 10 % of the mean.
+    A table with a ``variant`` column (``published``, ``paper``) gets both variants on the
+    same axes: the published curves solid with error bars, the paper's dashed in the same
+    colour.  Several ``metric`` names give one row of panels each.  On a log axis the lower
+    error bar is clipped at 10 % of the mean.
     """
-    summary = sweep_summary(table, x, curve, panel, metric)
-    panels = list(panel_order or [p for p in PENALTY_LABELS if p in set(summary[panel])])
-    panels += [p for p in summary[panel].unique() if p not in panels]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), sharey=True, squeeze=False)
-    for ax, name in zip(axes[0], panels, strict=True):
-        part = summary[summary[panel] == name]
-        for value, grp in part.groupby(curve):
-            grp = grp.sort_values(x)
-            std = grp["std"].fillna(0).to_numpy()
-            # On a log axis a bar below zero cannot be drawn: clip it at 10 % of the mean.
-            lower = np.minimum(std, 0.9 * grp["mean"].to_numpy()) if logy else std
-            ax.errorbar(grp[x], grp["mean"], yerr=[lower, std], marker="o", ms=3,
-                        capsize=2, label=_label(curve, value))
-        ax.set_title(_label(panel, name))
-        ax.set_xlabel(PARAM_LABELS.get(x, x))
-        if logy:
-            ax.set_yscale("log")
-        ax.grid(alpha=0.3, which="both")
-    axes[0, 0].set_ylabel(PARAM_LABELS.get(metric, metric))
-    axes[0, -1].legend(fontsize=8)
+    metrics = [metric] if isinstance(metric, str) else list(metric)
+    variants = _variants(table) or [None]
+    names = sorted(set(table[panel].dropna()), key=str)
+    panels = [p for p in (panel_order or PENALTY_LABELS) if p in names]
+    panels += [p for p in names if p not in panels]
+    curves = sorted(set(table[curve].dropna()), key=lambda v: (isinstance(v, str), v))
+    colour = {value: f"C{k % 10}" for k, value in enumerate(curves)}
+    fig, axes = plt.subplots(len(metrics), len(panels), figsize=(4.2 * len(panels), 3.4 * len(metrics)),
+                             sharey="row", squeeze=False)
+    for row, name_metric in enumerate(metrics):
+        summary = sweep_summary(table, x, curve, panel, name_metric)
+        for ax, name in zip(axes[row], panels, strict=True):
+            for variant in variants:
+                part = summary[summary[panel] == name]
+                if variant is not None:
+                    part = part[part["variant"] == variant]
+                style = VARIANT_STYLES.get(variant, ":") if variant is not None else "-"
+                main = variant in (None, variants[0])
+                for value, grp in part.groupby(curve):
+                    grp = grp.sort_values(x)
+                    label = _label(curve, value) if main else None
+                    if main:
+                        std = grp["std"].fillna(0).to_numpy()
+                        # On a log axis a bar below zero cannot be drawn: clip it at 10 % of the mean.
+                        lower = np.minimum(std, 0.9 * grp["mean"].to_numpy()) if logy else std
+                        ax.errorbar(grp[x], grp["mean"], yerr=[lower, std], marker="o", ms=3, capsize=2,
+                                    ls=style, color=colour[value], label=label)
+                    else:
+                        ax.plot(grp[x], grp["mean"], ls=style, marker=".", ms=3, lw=1.1,
+                                color=colour[value], alpha=0.85)
+            ax.set_title(_label(panel, name) if row == 0 else "")
+            ax.set_xlabel(PARAM_LABELS.get(x, x))
+            if logy:
+                ax.set_yscale("log")
+            ax.grid(alpha=0.3, which="both")
+        axes[row, 0].set_ylabel(PARAM_LABELS.get(name_metric, name_metric))
+    handles, labels = axes[0, -1].get_legend_handles_labels()
+    if variants[0] is not None and len(variants) > 1:
+        handles += [plt.Line2D([], [], color="0.2", ls=VARIANT_STYLES.get(v, ":")) for v in variants]
+        labels += [VARIANT_LABELS.get(v, v) for v in variants]
+    axes[0, -1].legend(handles, labels, fontsize=7)
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def ablation_summary(table: pd.DataFrame, metric: str = "label_mse") -> pd.DataFrame:
+    """Mean of ``metric`` over seeds per (case, switch, panel, headline item) of the quirk ablation.
+
+    Panels: one per penalty of Alg. 1 for sweep cases, one per case for method comparisons;
+    items: the grid point (e.g. ``p_out=0.01, M=0.6``) or the method.
+    """
+    rows = table[table["metric"] == metric].copy()
+    method = pd.Series(np.where(rows["method"] == "primal_dual", "Alg. 1 " + rows["penalty"].astype(str),
+                                rows["method"]), index=rows.index)
+    rows["panel"], rows["item"] = rows["case"], method
+    for case, part in rows.groupby("case"):
+        grid = [c for c in ("p_out", "M", "eps", "sigma", "n_clusters") if c in part and part[c].nunique() > 1]
+        if grid:  # a sweep: a panel per method, an item per grid point
+            rows.loc[part.index, "panel"] = case + ": " + method[part.index]
+            rows.loc[part.index, "item"] = part[grid].apply(
+                lambda r, g=grid: ", ".join(f"{k}={r[k]:g}" for k in g), axis=1)
+    switches = list(dict.fromkeys(rows["switch"]))
+    out = rows.groupby(["case", "switch", "panel", "item"], sort=False)["value"].mean().reset_index()
+    rank = {s: k for k, s in enumerate(switches)}
+    out["order"] = out["switch"].map(lambda s: -1 if s == "published" else (len(rank) if s == "paper" else rank[s]))
+    return out.sort_values(["case", "order"]).drop(columns="order").reset_index(drop=True)
+
+
+def plot_ablation(table: pd.DataFrame, metric: str = "label_mse") -> plt.Figure:
+    """Quirk ablation: per panel, the headline values (x, log) for every switch (rows).
+
+    Row ``published`` is the authors' notebooks, each row below it switches one option back
+    to the paper's definition, row ``paper`` switches all of them.
+    """
+    summary = ablation_summary(table, metric)
+    panels = list(dict.fromkeys(summary["panel"]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.8), squeeze=False)
+    for ax, name in zip(axes[0], panels, strict=True):
+        part = summary[summary["panel"] == name]
+        switches = list(dict.fromkeys(part["switch"]))
+        ypos = {s: -k for k, s in enumerate(switches)}
+        for k, (item, grp) in enumerate(part.groupby("item", sort=False)):
+            ax.plot(grp["value"], grp["switch"].map(ypos), marker="os^Dv<>"[k % 7], ls="none",
+                    color=f"C{k % 10}", label=item or None)
+        ax.set_yticks(list(ypos.values()), [s if s in ("published", "paper") else f"{s} -> paper"
+                                             for s in ypos])
+        ax.axhline(-0.5, color="0.6", lw=0.8)
+        ax.axhline(-(len(switches) - 1.5), color="0.6", lw=0.8)
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel(PARAM_LABELS.get(metric, metric))
+        ax.grid(alpha=0.3, which="both", axis="x")
+        if part["item"].str.len().gt(0).any():
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def accuracy_curves(table: pd.DataFrame, curve: str, last: int) -> pd.DataFrame:
+    """Mean and std over seeds of the pooled validation accuracy per (variant,) curve and
+    iteration, for iterations ``0 .. last`` (GTV Figs. 5-7).
+
+    ``curve`` is a column (``method``) or ``"lam"`` (one curve per lambda of Alg. 1).
+    """
+    acc = table[(table["metric"] == "accuracy") & table["iteration"].notna()].copy()
+    acc["curve"] = ("lambda = " + acc["lam"].map("{:g}".format)) if curve == "lam" else acc[curve]
+    acc = acc[acc["iteration"] <= last]
+    keys = (["variant"] if _variants(table) else []) + ["curve", "iteration"]
+    return acc.groupby(keys, sort=False)["value"].agg(["mean", "std"]).reset_index()
+
+
+def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: str = "",
+                         legend_title: str = "", xlabel: str = "iteration / round / epoch") -> plt.Figure:
+    """Validation accuracy vs iteration, one colour per curve; with variants the published
+    curves solid (with a band of ± std over seeds) and the paper's dashed."""
+    stats = accuracy_curves(table, curve, last)
+    variants = _variants(table) or [None]
+    names = list(dict.fromkeys(stats["curve"]))
+    fig, ax = plt.subplots(figsize=(6.8, 4.4))
+    for k, name in enumerate(names):
+        for variant in variants:
+            part = stats[stats["curve"] == name]
+            if variant is not None:
+                part = part[part["variant"] == variant]
+            main = variant in (None, variants[0])
+            ax.plot(part["iteration"], part["mean"], color=f"C{k % 10}", lw=1.6 if main else 1.1,
+                    ls=VARIANT_STYLES.get(variant, "-") if variant is not None else "-",
+                    label=name if main else None)
+            if main:
+                std = part["std"].fillna(0)
+                ax.fill_between(part["iteration"], part["mean"] - std, part["mean"] + std,
+                                color=f"C{k % 10}", alpha=0.15)
+    handles, labels = ax.get_legend_handles_labels()
+    if variants[0] is not None and len(variants) > 1:
+        handles += [plt.Line2D([], [], color="0.2", ls=VARIANT_STYLES.get(v, ":")) for v in variants]
+        labels += [VARIANT_LABELS.get(v, v) for v in variants]
+    ax.legend(handles, labels, title=legend_title or None, fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("validation accuracy (pooled over nodes)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
 
@@ -194,11 +333,17 @@ def plot_cluster_graph(table: pd.DataFrame) -> plt.Figure:
 
 
 def summary_table(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
-    """Mean ± std over seeds per method (and penalty), one column per metric."""
+    """Mean ± std over seeds per method (and penalty), one column per metric.
+
+    With a ``variant`` column the rows are indexed by (variant, method)."""
     t = table[table["metric"].isin(metrics)].copy()
     t["row"] = np.where(t["method"] == "primal_dual", "Alg. 1 " + t["penalty"].astype(str), t["method"])
-    agg = t.groupby(["row", "metric"])["value"].agg(["mean", "std"])
+    keys = (["variant"] if _variants(table) else []) + ["row"]
+    agg = t.groupby([*keys, "metric"])["value"].agg(["mean", "std"])
     text = agg.apply(lambda r: f"{r['mean']:.3g} ± {r['std']:.2g}", axis=1).unstack("metric")
+    if "variant" in keys:
+        order = {v: k for k, v in enumerate(_variants(table))}
+        text = text.sort_index(level=0, key=lambda idx: idx.map(order), sort_remaining=False)
     return text[[m for m in metrics if m in text.columns]]
 
 
@@ -209,7 +354,7 @@ def save_figure(fig: plt.Figure, pdf: str | os.PathLike, png: str | os.PathLike,
 
 
 def claims_frame(path: str | os.PathLike) -> pd.DataFrame:
-    """The claims file as a table (claim, passed, detail)."""
+    """The claims file as a table (claim, passed, detail; first the variant, if any)."""
     with open(path, encoding="utf-8") as fh:
         return pd.DataFrame(json.load(fh))
 

@@ -37,7 +37,7 @@ def _alternation(names):
 
 wildcard_constraints:
     target=_alternation(TARGETS),
-    setting=r"[A-Za-z0-9_\-]+",
+    setting=r"[A-Za-z0-9_.\-]+",
     seed=r"\d+",
 
 

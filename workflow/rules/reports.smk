@@ -131,13 +131,18 @@ rule index:
 # of `all`: run `snakemake --cores 1 gallery` after a default-config run and commit docs/gallery/.
 
 
+ABLATION = "gtv_quirk_ablation"
+
+
 rule gallery:
     input:
         claims=lambda wildcards: [PATHS.claims(t) for t in gallery_targets()],
         figures=lambda wildcards: [PATHS.figure(t, "png") for t in gallery_targets()],
+        ablation=lambda wildcards: [PATHS.table(ABLATION)] if ABLATION in gallery_targets() else [],
     output:
         page=PATHS.gallery("README.md"),
         images=[PATHS.gallery(f"{t}.png") for t in gallery_targets()],
+        ablation=[PATHS.gallery(f"{ABLATION}.md")] if ABLATION in gallery_targets() else [],
     log:
         PATHS.log("summary", "gallery"),
     conda:

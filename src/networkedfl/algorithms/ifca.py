@@ -18,6 +18,12 @@ input: the "correct" and "incorrect" IFCA of the experiments are the same code.
 GTV settings (``SBM_experiment_ifca``): linear models without bias, Bernoulli(0.5)
 initialisation (:func:`~networkedfl.models.linear_regression` with ``init="bernoulli"``),
 full-batch gradient descent with ``lr = 0.1`` for 300 rounds.
+
+The authors' notebook divides each cluster's summed gradient by the number of *all*
+clients, not by the cluster's: ``theta_j -= lr * (1/m) sum_{i in j} grad F_i(theta_j)``
+(``aggregation="all_clients"``; EXPERIMENTS.md §8 item 10, the ``published`` variant).  A
+cluster with few clients then barely moves, its clients drift to the large cluster, and
+IFCA collapses to (almost) one model.
 """
 
 from __future__ import annotations
@@ -47,7 +53,12 @@ from ._result import (
 from .fedavg import _check_fraction, group_average, sample_clients
 from .local_sgd import local_sgd
 
-__all__ = ["ifca"]
+__all__ = ["AGGREGATIONS", "ifca"]
+
+#: Server steps of :func:`ifca`: ``"cluster"`` averages within each cluster (Ghosh et al.),
+#: ``"all_clients"`` shrinks each cluster's step by its share of all selected clients'
+#: samples (the GTV authors' notebook).
+AGGREGATIONS = ("cluster", "all_clients")
 
 
 def _initial_clusters(
@@ -87,6 +98,8 @@ def ifca(
     batch_size: int | None = None,
     lr: float,
     init: str | Tensor | np.ndarray = "random",
+    aggregation: str = "cluster",
+    initial_assignment: Any = None,
     client_fraction: float = 1.0,
     participants: Any = None,
     generator: GeneratorLike | None = None,
@@ -109,6 +122,17 @@ def ifca(
     init
         ``"random"``: ``k`` independent draws of ``model.init`` with the generator (they
         must differ); or a ``(k, P)`` tensor.
+    aggregation
+        ``"cluster"`` (default): the server averages the returned models within each
+        estimated cluster.  ``"all_clients"``: it moves cluster ``j`` by ``s_j`` times that
+        average's change, ``s_j`` = the cluster's share of the selected clients' samples;
+        with one full-batch local step this is ``theta_j - lr * sum_{i in j} n_i grad_i /
+        sum_i n_i``, the GTV authors' notebook update.
+    initial_assignment
+        ``None`` (default): every round, also the first, assigns each client to the model
+        of least local loss.  An ``(n,)`` array of cluster indices: the clusters of round 1
+        (e.g. all zeros: every client starts in cluster 0, as the GTV authors' MNIST
+        notebook does, EXPERIMENTS.md §8 item 10); min-loss from round 2 on.
     client_fraction, participants
         Client selection per round, as in :func:`~networkedfl.algorithms.fedavg.fedavg`
         (no groups).
@@ -129,11 +153,20 @@ def ifca(
     k = _check_positive_int(n_clusters, "n_clusters", allow_zero=False)
     n_rounds = _check_positive_int(n_rounds, "n_rounds")
     _check_fraction(client_fraction)
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
     data = data.to(dtype, device)
     n = data.n_clients
     gen = make_generator(generator)
     allowed = _check_participants(participants, n, device)
     clusters = _initial_clusters(model, init, k, gen, dtype, device)
+    first = None
+    if initial_assignment is not None:
+        first = torch.as_tensor(np.asarray(initial_assignment), device=device)
+        if first.shape != (n,) or first.is_floating_point() or int(first.min()) < 0 or int(first.max()) >= k:
+            raise ValueError(f"initial_assignment must be {n} cluster indices in [0, {k}), got "
+                             f"shape {tuple(first.shape)}")
+        first = first.to(torch.int64)
     no_groups = torch.zeros(n, dtype=torch.int64, device=device)
     assignment = torch.full((n,), -1, dtype=torch.int64, device=device)
     n_local = data.n_samples
@@ -144,7 +177,7 @@ def ifca(
         idx = torch.nonzero(selected).squeeze(1)
         part = data if idx.numel() == n else data.subset(idx)
         losses = losses_of_models(model, clusters, part.features, part.targets, part.sample_weights)
-        chosen = torch.argmin(losses, dim=1)
+        chosen = torch.argmin(losses, dim=1) if (t > 1 or first is None) else first[idx]
         assignment = assignment.index_put((idx,), chosen)
         local = local_sgd(
             model,
@@ -155,7 +188,12 @@ def ifca(
             lr=lr,
             generator=gen,
         )
-        clusters = group_average(local, n_local[idx], chosen, clusters)
+        averaged = group_average(local, n_local[idx], chosen, clusters)
+        if aggregation == "all_clients":
+            weights = n_local[idx].to(dtype)
+            share = torch.zeros(k, dtype=dtype, device=device).index_add_(0, chosen, weights) / weights.sum()
+            averaged = clusters + share[:, None] * (averaged - clusters)
+        clusters = averaged
         s = int(idx.numel())
         known = assignment.clamp_min(0)
         rec.record(

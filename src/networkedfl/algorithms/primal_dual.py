@@ -32,10 +32,12 @@ from ..penalties import Penalty, get_penalty
 from ..progress import show_progress
 
 __all__ = [
+    "DUAL_UPDATES",
     "FeasibleDualMap",
     "HistoryRecorder",
     "IterationState",
     "PrimalDualResult",
+    "cluster_index_step_sizes",
     "default_step_sizes",
     "gtv_objective",
     "gtv_primal_dual",
@@ -45,6 +47,10 @@ __all__ = [
 #: Dual step size of the authors' code; with tau_i = 1/deg_i it gives
 #: ||Sigma^{1/2} D T^{1/2}||^2 <= 2 * 0.45 < 1, the convergence condition of [27].
 DEFAULT_SIGMA = 0.45
+
+
+#: Values of ``dual_update`` in :func:`gtv_primal_dual`.
+DUAL_UPDATES = ("extrapolated", "doubled_difference")
 
 
 #: Up to this dimension the iteration keeps edge arrays column-major and takes products
@@ -136,6 +142,31 @@ def default_step_sizes(graph: EmpiricalGraph) -> tuple[np.ndarray, np.ndarray]:
             "undefined; connect them or pass tau explicitly"
         )
     return 1.0 / graph.degrees, np.full(graph.n_edges, DEFAULT_SIGMA)
+
+
+def cluster_index_step_sizes(graph: EmpiricalGraph) -> tuple[np.ndarray, np.ndarray]:
+    """The step of the authors' linear notebooks' proximal update: ``1/deg_{c_i}``.
+
+    Their closed-form prox looks the degree up by the *cluster index* ``c_i`` of node
+    ``i`` instead of by ``i`` (EXPERIMENTS.md §8 item 1): every node of cluster ``c`` uses
+    the degree of node number ``c``, while the step ``w_hat = w - T D^T u`` uses the true
+    ``T = diag(1/deg_i)``.  Pass the first array as ``prox_tau`` of
+    :func:`gtv_primal_dual` (the ``published`` variant of the linear GTV targets does);
+    the second is the dual step ``sigma_e = 0.45``.
+
+    Raises
+    ------
+    GraphError
+        If the graph has no clusters, or a node ``c`` used as a degree has no edges.
+    """
+    if graph.clusters is None:
+        raise GraphError("cluster-index step sizes need the graph's clusters")
+    clusters = np.asarray(graph.clusters)
+    degrees = graph.degrees[clusters]
+    if np.any(degrees == 0):
+        bad = sorted(set(clusters[degrees == 0].tolist()))
+        raise GraphError(f"node(s) {bad}, used as cluster-index degrees, have no edges")
+    return 1.0 / degrees, np.full(graph.n_edges, DEFAULT_SIGMA)
 
 
 def _edge_radius(graph: EmpiricalGraph, lam: float | np.ndarray) -> np.ndarray:
@@ -243,6 +274,8 @@ def gtv_primal_dual(
     sigma: np.ndarray | float | None = None,
     w0: np.ndarray | None = None,
     u0: np.ndarray | None = None,
+    prox_tau: np.ndarray | None = None,
+    dual_update: str = "extrapolated",
     gap_tol: float | None = None,
     gap_every: int = 10,
     callback: Callable[[IterationState], bool | None] | None = None,
@@ -270,6 +303,16 @@ def gtv_primal_dual(
         Primal (per node) and dual (per edge) step sizes; default ``1/deg_i`` and 0.45.
     w0, u0
         Initial primal and dual variables; default zeros, as in the authors' code.
+    prox_tau
+        The step inside the proximal update (step 4), per node; default ``tau``, as
+        Algorithm 1 has it.  The authors' linear notebooks use another one there (see
+        :func:`cluster_index_step_sizes`); the iteration is then no longer the
+        Chambolle-Pock method of the paper.
+    dual_update
+        ``"extrapolated"`` (default, steps 5-8): ``u + Sigma D (2 w_new - w)``.
+        ``"doubled_difference"``: ``u + Sigma D (2 (w_new - w))``, what the authors' MNIST
+        notebooks compute (EXPERIMENTS.md §8 item 5); it is not the paper's method (with
+        ``u0 = 0`` and ``w0 = 0`` the two agree only in the first iteration).
     gap_tol
         Optional stopping rule: stop once the primal-dual gap (34), evaluated every
         ``gap_every`` iterations, is at most ``gap_tol``.
@@ -280,6 +323,9 @@ def gtv_primal_dual(
         Show a tqdm progress bar (``None``: as :func:`networkedfl.progress.show_progress` decides).
     """
     penalty = get_penalty(penalty)
+    if dual_update not in DUAL_UPDATES:
+        raise ValueError(f"dual_update must be one of {DUAL_UPDATES}, got {dual_update!r}")
+    extrapolation = 1.0 if dual_update == "extrapolated" else 2.0  # z = 2 w_new - c w
     default_tau, default_sigma = default_step_sizes(graph) if tau is None else (None, None)
     tau = default_tau if tau is None else np.broadcast_to(np.asarray(tau, float), (graph.n_nodes,))
     if sigma is None:
@@ -306,7 +352,13 @@ def gtv_primal_dual(
     # D^T: for one coordinate at a time a CSR copy (gather per node) is fastest; for many
     # coordinates the CSC view (no copy), which streams over the edges and scatters.
     incidence_t = incidence.T.tocsr() if columnwise else incidence.T
-    prox = loss.prox_operator(tau)
+    if prox_tau is None:
+        prox = loss.prox_operator(tau)
+    else:
+        prox_tau = np.broadcast_to(np.asarray(prox_tau, float), (graph.n_nodes,))
+        if not np.all(np.isfinite(prox_tau)) or np.any(prox_tau <= 0):
+            raise ValueError("prox_tau must be finite and positive")
+        prox = loss.prox_operator(prox_tau)
     tau_col = tau[:, None]
     sigma_col = sigma[0] if np.all(sigma == sigma[0]) else sigma[:, None]  # scalar: no broadcast
 
@@ -321,7 +373,7 @@ def gtv_primal_dual(
         w_hat += w
         w_new = prox(w_hat)  # steps 2-4
         z = 2.0 * w_new
-        z -= w
+        z -= w if extrapolation == 1.0 else extrapolation * w
         z = _sparse_product(incidence, z, columnwise)
         z *= sigma_col
         z += u

@@ -4,6 +4,7 @@ from . import (  # noqa: F401  (register the targets)
     fedrelax_targets,
     gfl_reviews_targets,
     graph_aware_targets,
+    gtv_ablation,
     gtv_mnist_targets,
     gtv_targets,
     lecture_targets,

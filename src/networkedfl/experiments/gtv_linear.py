@@ -8,6 +8,11 @@ Every grid point of one repetition is an independent problem instance (graph, da
 sampling set) drawn from a generator keyed by the grid point and the seed.  All
 instances of a job are solved together as one disjoint-union graph, so a job costs one
 vectorised primal-dual run per penalty.
+
+The authors' notebooks computed some things differently from the paper's equations
+(EXPERIMENTS.md §8).  Each such behaviour is one named option below (:data:`OPTIONS`),
+whose first value is the paper's definition and the default; the ``published`` variant of
+a target switches the notebooks' values on (see :mod:`.variants`).
 """
 
 from __future__ import annotations
@@ -23,22 +28,26 @@ import pandas as pd
 
 from ..algorithms.fedavg_proximal import fedavg_proximal
 from ..algorithms.pooled import pooled_linear_regression, pooled_per_group, pooled_tree
-from ..algorithms.primal_dual import default_step_sizes, gtv_primal_dual
+from ..algorithms.primal_dual import cluster_index_step_sizes, default_step_sizes, gtv_primal_dual
 from ..data import (
+    LABEL_NOISE,
     NodeData,
     cluster_weights_per_node,
     linear_model_data,
+    perturb_cluster_weights,
     perturb_weights,
     sampling_mask,
 )
 from ..graphs import EmpiricalGraph, chain_of_clusters, disjoint_union, stochastic_block_model
-from ..losses import SquaredErrorLoss
+from ..losses import REDUCTIONS, SquaredErrorLoss
 from ..metrics import label_mse, linear_predictions, parameter_mse
+from ..penalties import mocha_lambda_factor
 from .registry import rng_for
 
 __all__ = [
     "BASELINES",
     "GRAPH_BUILDERS",
+    "OPTIONS",
     "Instance",
     "build_instance",
     "grid_points",
@@ -49,6 +58,28 @@ __all__ = [
 Params = Mapping[str, Any]
 
 BASELINES_SETTING = "baselines"
+
+#: Notebook behaviours that change the numbers (EXPERIMENTS.md §8), as options of the
+#: target's parameters: the first value is the paper's definition (the default), the others
+#: what the authors' notebooks computed.
+OPTIONS: dict[str, tuple[str, ...]] = {
+    "loss_scale": REDUCTIONS,                                  # §8.3: mean (38) | sum
+    "label_noise": LABEL_NOISE,                                # §8.2: per sample | one per node
+    "mocha_step": ("exact", "notebook_sbm", "notebook_chain"),  # §8.8
+    "step_degrees": ("node", "cluster_index"),                 # §8.1
+    "perturbation_draw": ("per_node", "per_cluster"),          # §8.9
+    "graph_draw": ("per_repetition", "per_grid_point"),        # §8.12, SBM notes of §4.0
+    "data_draw": ("per_repetition", "per_grid_point"),         # non-i.i.d., covariance notebooks
+}
+
+
+def option(p: Params, name: str) -> str:
+    """The value of notebook option ``name`` in ``p`` (default: the paper's), validated."""
+    values = OPTIONS[name]
+    value = p.get(name, values[0])
+    if value not in values:
+        raise ValueError(f"{name} must be one of {values}, got {value!r}")
+    return value
 
 
 def _cluster_sizes(p: Params) -> list[int]:
@@ -85,22 +116,60 @@ def grid_points(params: Params) -> list[dict[str, Any]]:
 
 
 def build_instance(
-    params: Params, point: Mapping[str, Any], rng: np.random.Generator
+    params: Params,
+    point: Mapping[str, Any],
+    rng: np.random.Generator,
+    *,
+    graph_rng: np.random.Generator | None = None,
+    data_rng: np.random.Generator | None = None,
 ) -> Instance:
-    """Draw the graph, true weights, local datasets and sampling set of one grid point."""
+    """Draw the graph, true weights, local datasets and sampling set of one grid point.
+
+    ``graph_rng`` and ``data_rng`` (default ``rng``) draw the graph and the weights and
+    datasets; passing a generator that ignores the repetition seed shares them across the
+    repetitions, as options ``graph_draw`` and ``data_draw`` ask.  ``M`` uses ``rng``.
+    """
     p = {**params, **point}
-    graph = GRAPH_BUILDERS[p["graph"]](p, rng)
-    weights = cluster_weights_per_node(graph.clusters, _true_cluster_weights(p, graph, rng))
-    if p.get("perturbation", 0.0):
-        weights = perturb_weights(weights, float(p["perturbation"]), rng)
+    graph_rng = rng if graph_rng is None else graph_rng
+    data_rng = rng if data_rng is None else data_rng
+    graph = GRAPH_BUILDERS[p["graph"]](p, graph_rng)
+    cluster_weights = _true_cluster_weights(p, graph, data_rng)
+    scale = float(p.get("perturbation", 0.0))
+    if scale and option(p, "perturbation_draw") == "per_cluster":
+        cluster_weights = perturb_cluster_weights(cluster_weights, scale, data_rng)
+    weights = cluster_weights_per_node(graph.clusters, cluster_weights)
+    if scale and option(p, "perturbation_draw") == "per_node":
+        weights = perturb_weights(weights, scale, data_rng)
     cov = p.get("feature_cov")
     feature_cov = None if cov is None else np.asarray(cov, float)[graph.clusters]
-    data = linear_model_data(weights, int(p["m"]), float(p["sigma"]), rng, feature_cov=feature_cov)
+    data = linear_model_data(weights, int(p["m"]), float(p["sigma"]), data_rng, feature_cov=feature_cov,
+                             noise=option(p, "label_noise"))
     if "n_unsampled" in p:  # GTV Table I: every node but the last n_unsampled
         mask = np.arange(graph.n_nodes) < graph.n_nodes - int(p["n_unsampled"])
     else:
         mask = sampling_mask(graph.n_nodes, float(p["M"]), rng)
     return Instance(dict(point), graph, data, weights, mask)
+
+
+def prox_steps(inst: Instance, params: Params) -> np.ndarray:
+    """The step of the proximal (primal) update of one instance: ``1/deg_i``, or the
+    notebooks' ``1/deg_{c_i}`` (option ``step_degrees``).  ``w_hat`` always uses ``1/deg_i``."""
+    if option(params, "step_degrees") == "cluster_index":
+        return cluster_index_step_sizes(inst.graph)[0]
+    return default_step_sizes(inst.graph)[0]
+
+
+def local_loss(data: NodeData, mask: np.ndarray, params: Params) -> SquaredErrorLoss:
+    """The squared-error loss of option ``loss_scale`` (mean (38), or the notebooks' sum)."""
+    return SquaredErrorLoss(data, mask, reduction=option(params, "loss_scale"))
+
+
+def effective_lam(penalty: str, lam: float, params: Params) -> float:
+    """``lambda`` handed to the solver: MOCHA's notebook dual steps are the exact step with a
+    smaller ``lambda`` (option ``mocha_step``; :func:`~networkedfl.penalties.mocha_lambda_factor`)."""
+    if penalty == "mocha":
+        return lam * mocha_lambda_factor(option(params, "mocha_step"))
+    return lam
 
 
 def _true_cluster_weights(p: Params, graph: EmpiricalGraph, rng: np.random.Generator) -> np.ndarray:
@@ -143,7 +212,7 @@ def _records(
 
 
 def _solve_primal_dual(
-    instances: list[Instance], penalty: str, lam: float, n_iter: int
+    instances: list[Instance], penalty: str, lam: float, n_iter: int, params: Params
 ) -> list[np.ndarray]:
     union, offsets = disjoint_union([inst.graph for inst in instances])
     data = NodeData(
@@ -151,7 +220,9 @@ def _solve_primal_dual(
         np.concatenate([inst.data.labels for inst in instances]),
     )
     mask = np.concatenate([inst.mask for inst in instances])
-    result = gtv_primal_dual(union, SquaredErrorLoss(data, mask), penalty, lam, n_iter)
+    prox_tau = np.concatenate([prox_steps(inst, params) for inst in instances])
+    result = gtv_primal_dual(union, local_loss(data, mask, params), penalty,
+                             effective_lam(penalty, lam, params), n_iter, prox_tau=prox_tau)
     return [result.weights[offsets[k] : offsets[k + 1]] for k in range(len(instances))]
 
 
@@ -162,9 +233,9 @@ Baseline = Callable[[Instance, Params, np.random.Generator], tuple[np.ndarray, n
 
 def _fedavg(inst: Instance, params: Params, rng: np.random.Generator, *, oracle_groups: bool):
     """FedAvg (FedAvgC with the true clusters) in the GTV paper's proximal form."""
-    tau, _ = default_step_sizes(inst.graph)
+    tau = prox_steps(inst, params)  # FedAvg's local step is the same proximal update
     groups = inst.graph.clusters if oracle_groups else None
-    w = fedavg_proximal(SquaredErrorLoss(inst.data, inst.mask), inst.mask, tau,
+    w = fedavg_proximal(local_loss(inst.data, inst.mask, params), inst.mask, tau,
                         n_iter_for(params, inst.point), groups=groups)
     return linear_predictions(inst.data, w), w
 
@@ -180,7 +251,7 @@ def _ifca(inst: Instance, params: Params, rng: np.random.Generator):
         linear_regression(inst.data.dim, bias=False, init=spec.get("init", "bernoulli")),
         ClientData.from_node_data(inst.data),
         n_clusters=n_clusters, n_rounds=int(spec.get("rounds", 300)), lr=float(spec.get("lr", 0.1)),
-        participants=inst.mask, generator=rng,
+        aggregation=spec.get("aggregation", "cluster"), participants=inst.mask, generator=rng,
     )
     w = result.client_params.cpu().numpy()
     return linear_predictions(inst.data, w), w
@@ -235,7 +306,16 @@ def run_gtv_linear(
     """Run one job (one penalty, or the baselines) of a linear GTV sweep for one seed."""
     points = grid_points(params)
     rngs = [rng_for(base_seed, experiment_id, seed, point) for point in points]
-    instances = [build_instance(params, point, rng) for point, rng in zip(points, rngs, strict=True)]
+
+    def shared(kind: str, point: Mapping[str, Any]) -> np.random.Generator | None:
+        # a stream without the repetition seed: the same draw in every repetition
+        if option(params, f"{kind}_draw") == "per_grid_point":
+            return rng_for(base_seed, experiment_id, 0, "shared", kind, point)
+        return None
+
+    instances = [build_instance(params, point, rng, graph_rng=shared("graph", point),
+                                data_rng=shared("data", point))
+                 for point, rng in zip(points, rngs, strict=True)]
     records: list[dict[str, Any]] = []
     if setting == BASELINES_SETTING:
         for inst, rng in zip(instances, rngs, strict=True):
@@ -246,7 +326,7 @@ def run_gtv_linear(
         n_iters = [n_iter_for(params, inst.point) for inst in instances]
         for n_iter in sorted(set(n_iters)):  # one union graph per iteration budget
             batch = [inst for inst, k in zip(instances, n_iters, strict=True) if k == n_iter]
-            for inst, w in zip(batch, _solve_primal_dual(batch, penalty, lam, n_iter), strict=True):
+            for inst, w in zip(batch, _solve_primal_dual(batch, penalty, lam, n_iter, params), strict=True):
                 metrics = _metrics(inst, linear_predictions(inst.data, w), w)
                 records += _records(inst, seed, "primal_dual", penalty, lam, metrics)
     table = pd.DataFrame.from_records(records)

@@ -135,7 +135,7 @@ def _primal_dual(problem: MnistProblem, spec: Params, w0: np.ndarray, rec) -> di
     from ..algorithms.primal_dual import default_step_sizes, gtv_primal_dual
     from ..graphs import disjoint_union
     from ..losses_neural import InexactProxCrossEntropy
-    from ..penalties import BlockNLassoPenalty
+    from ..penalties import BlockNLassoPenalty, UnprojectedEdges
 
     lams = [float(v) for v in spec["lam"]]
     r, graph, net = len(lams), problem.graph.graph, problem.network
@@ -145,6 +145,10 @@ def _primal_dual(problem: MnistProblem, spec: Params, w0: np.ndarray, rec) -> di
         raise ValueError(f"the MNIST experiment uses the nLasso penalty, got {spec['penalty']!r}")
     blocks = {"stacked": ((0, net.n_weights),), "per_layer": net.weight_blocks}[
         spec.get("dual_blocks", "stacked")]
+    penalty = BlockNLassoPenalty(blocks)
+    if not spec.get("project_at_zero_lambda", True):
+        # the notebook skips the projection when lambda = 0 (EXPERIMENTS.md §8 item 5)
+        penalty = UnprojectedEdges(penalty, lam_per_edge == 0)
     loss = InexactProxCrossEntropy(
         net, problem.train_x, problem.train_y, replicas=r, steps=int(spec["steps"]),
         lr=float(spec["lr"]), optimizer=str(spec.get("optimizer", "rmsprop")),
@@ -163,9 +167,15 @@ def _primal_dual(problem: MnistProblem, spec: Params, w0: np.ndarray, rec) -> di
     acc0 = problem.accuracies(np.broadcast_to(w0, (r, n, p)).copy())
     for k, lam in enumerate(lams):
         rec(0, {"lam": lam}, {m: v[k] for m, v in acc0.items()})
-    result = gtv_primal_dual(union, loss, BlockNLassoPenalty(blocks), lam_per_edge,
+    u0 = None
+    if spec.get("dual_init", "zeros") == "weights":
+        # the notebook starts every edge's dual at the initial weights (§8 item 5)
+        u0 = np.zeros((union.n_edges, p))
+        u0[:, : net.n_weights] = w0[: net.n_weights]
+    result = gtv_primal_dual(union, loss, penalty, lam_per_edge,
                              int(spec["n_iter"]), tau=tau, sigma=sigma,
-                             w0=np.broadcast_to(w0, (r * n, p)).copy(), callback=callback)
+                             w0=np.broadcast_to(w0, (r * n, p)).copy(), u0=u0,
+                             dual_update=spec.get("dual_update", "extrapolated"), callback=callback)
     weights = result.weights.reshape(r, n, p)[:, :, : net.n_weights]
     mean = weights.mean(axis=1, keepdims=True)
     spread = np.linalg.norm(weights - mean, axis=2).max(axis=1) / np.linalg.norm(mean[:, 0], axis=1)
@@ -203,12 +213,35 @@ def _ifca(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict
     data = _client_data(problem)
     model = net.flat_model(w0)
     models = torch.as_tensor(init).to(problem.dtype)
-    first = losses_of_models(model, models, data.features, data.targets).argmin(dim=1)
-    rec(0, {}, {m: v[0] for m, v in problem.accuracies(models[first]).items()})
+    by_validation = spec.get("evaluate_by", "training_loss") == "validation_loss"
+
+    def chosen_by(models_, x, y):
+        return losses_of_models(model, models_, x, y).argmin(dim=1)
+
+    def evaluate(models_, assigned):
+        # the notebook picks each node's model by its *validation* loss when it evaluates
+        # (EXPERIMENTS.md §8 item 10; optimistic); by default the training assignment counts
+        picked = chosen_by(models_, problem.val_x, problem.val_y) if by_validation else assigned
+        return problem.accuracies(models_[picked])
+
+    starts = spec.get("initial_assignment", "min_loss")
+    if starts not in ("min_loss", "first_cluster") or spec.get("evaluate_by", "training_loss") not in (
+            "training_loss", "validation_loss"):
+        raise ValueError(f"IFCA initial_assignment must be min_loss or first_cluster and evaluate_by "
+                         f"training_loss or validation_loss, got {starts!r}, {spec.get('evaluate_by')!r}")
+    first = chosen_by(models, data.features, data.targets)
+    if starts == "first_cluster":  # every node starts in cluster 0 (the notebook)
+        first = torch.zeros_like(first)
+    rec(0, {}, {m: v[0] for m, v in evaluate(models, first).items()})
+
+    def callback(state):
+        rec(state.round, {}, {m: v[0] for m, v in
+                              evaluate(state.global_params, state.assignment.clamp_min(0)).items()})
+
     result = ifca(model, data, n_clusters=k, n_rounds=int(spec["rounds"]),
                   local_epochs=int(spec["local_steps"]), batch_size=None, lr=float(spec["lr"]),
-                  init=init, generator=rng, callback=_round_callback(problem, rec),
-                  device=problem.device, dtype=problem.dtype)
+                  init=init, initial_assignment=None if starts == "min_loss" else first.cpu().numpy(),
+                  generator=rng, callback=callback, device=problem.device, dtype=problem.dtype)
     sizes = np.bincount(result.assignment.cpu().numpy(), minlength=k)
     return {"clusters_used": float(np.count_nonzero(sizes))}
 

@@ -10,22 +10,13 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ..experiments.variants import deep_merge
+
 __all__ = ["ConfigError", "deep_merge", "load_config", "validate_config"]
 
 
 class ConfigError(ValueError):
     """The configuration does not match the schema; the message names the key."""
-
-
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """Recursively merge ``override`` into ``base`` (as Snakemake merges config files)."""
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 def _location(error: jsonschema.ValidationError) -> str:
@@ -40,6 +31,32 @@ def validate_config(config: Mapping[str, Any], schema_path: str | os.PathLike) -
     if errors:
         lines = [f"{_location(e)}: {e.message}" for e in errors[:20]]
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
+    lines = _variant_errors(config, schema)
+    if lines:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines[:20]))
+
+
+def _variant_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """Validate every variant's merged parameters against its target's schema.
+
+    A variant overrides some of a target's parameters (``variants: {published: {...}}``);
+    the merged parameters must be as valid as the target's own.
+    """
+    from ..experiments.variants import variant_names, variant_params
+
+    targets = schema.get("properties", {}).get("experiments", {}).get("properties", {})
+    lines = []
+    for target, params in (config.get("experiments") or {}).items():
+        if not isinstance(params, Mapping) or target not in targets:
+            continue
+        sub = jsonschema.Draft202012Validator({"$defs": schema.get("$defs", {}), **targets[target]})
+        for variant in variant_names(params):
+            merged = variant_params(params, variant)
+            for e in sorted(sub.iter_errors(merged), key=lambda e: list(e.absolute_path)):
+                where = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path)
+                lines.append(f"config['experiments'][{target!r}], variant {variant!r} (merged){where}: "
+                             f"{e.message}")
+    return lines
 
 
 def load_config(

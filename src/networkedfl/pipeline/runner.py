@@ -11,6 +11,14 @@ from typing import Any
 import pandas as pd
 
 from ..experiments import get_experiment
+from ..experiments.variants import (
+    VARIANT_COLUMN,
+    join_setting,
+    split_setting,
+    tag_variant,
+    variant_names,
+    variant_params,
+)
 
 __all__ = ["collect_tables", "evaluate_claims", "job_inputs", "job_settings", "run_job", "seeds"]
 
@@ -26,7 +34,13 @@ def seeds(config: Mapping[str, Any], target: str) -> list[int]:
 
 
 def job_settings(config: Mapping[str, Any], target: str) -> list[str]:
-    return get_experiment(target).settings(config["experiments"][target])
+    """The target's job names; with variants, ``<variant>.<setting>`` for every variant."""
+    experiment = get_experiment(target)
+    params = config["experiments"][target]
+    names = variant_names(params)
+    if not names:
+        return experiment.settings(params)
+    return [join_setting(v, s) for v in names for s in experiment.settings(variant_params(params, v))]
 
 
 def job_inputs(config: Mapping[str, Any], target: str) -> dict[str, str | list[str]]:
@@ -50,10 +64,11 @@ def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
     below the current directory (see :func:`job_inputs`), which must exist.
     """
     experiment = get_experiment(target)
-    params = config["experiments"][target]
-    settings = experiment.settings(params)
+    settings = job_settings(config, target)
     if setting not in settings:
         raise ValueError(f"{target} has no setting {setting!r}; settings: {settings}")
+    variant, own_setting = split_setting(config["experiments"][target], setting)
+    params = variant_params(config["experiments"][target], variant)
     extra: dict[str, Any] = {}
     if experiment.inputs is not None:
         inputs = job_inputs(config, target) if inputs is None else inputs
@@ -65,7 +80,7 @@ def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
         extra["inputs"] = inputs
     start = time.perf_counter()
     log.info("running %s, setting %s, seed %s", target, setting, seed)
-    table = experiment.run(params, setting, int(seed), int(config["seed"]), **extra)
+    table = tag_variant(experiment.run(params, own_setting, int(seed), int(config["seed"]), **extra), variant)
     log.info("finished %s/%s/seed-%s: %d rows in %.1f s", target, setting, seed, len(table),
              time.perf_counter() - start)
     return table
@@ -80,14 +95,34 @@ def collect_tables(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 
 def evaluate_claims(config: Mapping[str, Any], target: str, table: pd.DataFrame) -> list[dict[str, Any]]:
-    """Evaluate the target's claims; an exception inside a claim is reported as a failed claim."""
-    experiment = get_experiment(target)
+    """Evaluate the target's claims; an exception inside a claim is reported as a failed claim.
+
+    With variants, every claim is evaluated once per variant on that variant's rows, and
+    each entry carries a ``variant`` key.
+    """
+    params = config["experiments"][target]
+    names = variant_names(params)
+    if not names:
+        claims = _claims_of(target, table, params)
+    else:
+        claims = []
+        for variant in names:
+            rows = (table[table[VARIANT_COLUMN] == variant].drop(columns=VARIANT_COLUMN)
+                    if VARIANT_COLUMN in table else table.iloc[0:0])
+            claims += [{"variant": variant, **c}
+                       for c in _claims_of(target, rows.reset_index(drop=True), variant_params(params, variant))]
+    for c in claims:
+        shown = f"[{c['variant']}] " if "variant" in c else ""
+        log.info("[%s] %s: %s%s (%s)", "PASS" if c["passed"] else "FAIL", target, shown, c["claim"], c["detail"])
+    return claims
+
+
+def _claims_of(target: str, table: pd.DataFrame, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     try:
-        claims = [c.as_dict() for c in experiment.claims(table, config["experiments"][target])]
+        if table.empty:
+            raise ValueError("the table has no rows")
+        return [c.as_dict() for c in get_experiment(target).claims(table, params)]
     except Exception as exc:  # a broken claim must not hide the others' results
         log.exception("claims of %s could not be evaluated", target)
-        claims = [{"claim": "claims evaluation", "passed": False,
-                   "detail": f"error while evaluating the claims: {type(exc).__name__}: {exc}"}]
-    for c in claims:
-        log.info("[%s] %s: %s (%s)", "PASS" if c["passed"] else "FAIL", target, c["claim"], c["detail"])
-    return claims
+        return [{"claim": "claims evaluation", "passed": False,
+                 "detail": f"error while evaluating the claims: {type(exc).__name__}: {exc}"}]

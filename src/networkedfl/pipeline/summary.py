@@ -12,13 +12,31 @@ import pandas as pd
 
 from ..experiments import get_experiment
 
-__all__ = ["gallery_markdown", "job_seconds", "render_index", "summarize_claims"]
+__all__ = ["ablation_markdown", "gallery_markdown", "job_seconds", "render_index", "summarize_claims"]
 
 SUMMARY_COLUMNS = ["target", "kind", "source", "title", "claims", "passed", "failed", "all_passed", "failed_claims"]
+#: Variants whose counts get their own columns, in this order (see experiments.variants).
+VARIANTS = ["published", "paper"]
+VARIANT_COLUMNS = [f"{kind}_{v}" for v in VARIANTS for kind in ("claims", "passed")]
+
+
+def _claim_name(c: Mapping[str, Any]) -> str:
+    return f"[{c['variant']}] {c['claim']}" if c.get("variant") else str(c["claim"])
+
+
+def variant_counts(row: Any) -> str:
+    """``"published 7/9 · paper 5/9"`` for a summary row with variants, else ``""``."""
+    parts = [f"{v} {int(getattr(row, f'passed_{v}'))}/{int(getattr(row, f'claims_{v}'))}"
+             for v in VARIANTS if getattr(row, f"claims_{v}", 0) and getattr(row, f"claims_{v}") > 0]
+    return " · ".join(parts)
 
 
 def summarize_claims(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.DataFrame:
     """One row per target: how many of its claims were evaluated and how many hold.
+
+    Targets that run in variants (``published``, ``paper``) also get the counts per variant
+    (``claims_<variant>``, ``passed_<variant>``; 0 claims for targets without variants);
+    ``claims`` and ``passed`` count over all variants.
 
     Parameters
     ----------
@@ -29,7 +47,12 @@ def summarize_claims(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.Da
     rows = []
     for target, evaluated in claims.items():
         experiment = get_experiment(target)
-        failed = [c["claim"] for c in evaluated if not c["passed"]]
+        failed = [_claim_name(c) for c in evaluated if not c["passed"]]
+        per_variant = {}
+        for v in VARIANTS:
+            mine = [c for c in evaluated if c.get("variant") == v]
+            per_variant[f"claims_{v}"] = len(mine)
+            per_variant[f"passed_{v}"] = sum(bool(c["passed"]) for c in mine)
         rows.append({
             "target": target,
             "kind": experiment.kind,
@@ -40,8 +63,9 @@ def summarize_claims(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.Da
             "failed": len(failed),
             "all_passed": not failed and len(evaluated) > 0,
             "failed_claims": " | ".join(failed),
+            **per_variant,
         })
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS + VARIANT_COLUMNS)
 
 
 _FINISHED = re.compile(r"finished \S+: \d+ rows in ([0-9.]+) s")
@@ -90,6 +114,9 @@ def render_index(
     for row in summary.itertuples(index=False):
         out = links[row.target]
         status = "all hold" if row.all_passed else f"{row.failed} fail"
+        by_variant = variant_counts(row)
+        if by_variant:
+            status += f"; {by_variant}"
         time_cell = f"{seconds[row.target]:.0f} s" if seconds.get(row.target) is not None else ""
         thumb = (f'<a href="{html.escape(out["png"])}"><img src="{html.escape(out["png"])}" alt="{row.target}" '
                  'width="220"></a>') if out.get("png") else ""
@@ -146,6 +173,35 @@ def gallery_markdown(summary: pd.DataFrame, image_prefix: str = "") -> str:
         lines.append(
             f"| {caption}<br>`{row.target}` "
             f'| <img src="{image}" alt="{row.target}" width="420"> '
-            f"| {row.passed}/{row.claims} |"
+            f"| {row.passed}/{row.claims}{'<br>' + variant_counts(row) if variant_counts(row) else ''} |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def ablation_markdown(table: pd.DataFrame, metric: str = "label_mse") -> str:
+    """The quirk ablation (``gtv_quirk_ablation``) as a Markdown page: per headline number
+    (rows), its mean over seeds with each switch (columns: ``published``, one notebook
+    option switched back to the paper's definition, ``paper``)."""
+    from ..plotting import ablation_summary
+
+    summary = ablation_summary(table, metric)
+    switches = list(dict.fromkeys(summary.sort_values("switch", key=lambda s: s.map(
+        lambda v: 0 if v == "published" else (2 if v == "paper" else 1)), kind="stable")["switch"]))
+    wide = summary.pivot_table(index=["panel", "item"], columns="switch", values="value", sort=False)
+    head = ["result", *[s if s in ("published", "paper") else f"{s} → paper" for s in switches]]
+    lines = [
+        "# Notebook behaviours switched one at a time",
+        "",
+        f"Mean {metric} over {table['seed'].nunique()} repetition(s), from `results/tables/gtv_quirk_ablation.csv` "
+        "(written by `snakemake --cores 1 gallery`; do not edit). Column `published`: the authors' notebooks; "
+        "each middle column switches one option back to the paper's definition; `paper`: all of them "
+        "(docs/variants.md explains the options). Empty: the option is not part of that case.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for (panel, item), row in wide.iterrows():
+        name = f"{panel}, {item}" if item and panel != item else str(panel if not item else item)
+        cells = [f"{row[s]:.3g}" if s in row and pd.notna(row[s]) else "" for s in switches]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
