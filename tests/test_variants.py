@@ -449,3 +449,16 @@ def test_ablation_markdown_has_a_row_per_headline_number_and_a_column_per_switch
     assert "published" in header and "loss_scale → paper" in header and header.rstrip(" |").endswith("paper")
     assert len(body) == 3 * 4 + 2  # fig09: 3 penalties x 4 grid points; table1: Alg. 1 and IFCA
     assert all(body_row.count("|") == header.count("|") for body_row in body)
+
+
+def test_step_scan_with_c_1_repeats_fig6_paper_variant_and_c_scales_the_steps(test_config, inputs_for):
+    scan = run_job(test_config, "gtv_mnist_step_scan", "all", 0, inputs_for("gtv_mnist_step_scan"))
+    fig6 = run_job(test_config, "gtv_fig06_mnist_methods", "paper.all", 0, inputs_for("gtv_fig06_mnist_methods"))
+    key = ["iteration", "metric"]
+
+    def curve(table, method):
+        rows = table[(table["method"] == method) & table["iteration"].notna()]
+        return rows.set_index(key)["value"].sort_index()
+
+    pd.testing.assert_series_equal(curve(scan, "c_1"), curve(fig6, "primal_dual"), check_exact=True)
+    assert not curve(scan, "c_100").equals(curve(scan, "c_1"))

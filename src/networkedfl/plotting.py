@@ -131,7 +131,8 @@ def plot_sweep(
     if variants[0] is not None and len(variants) > 1:
         handles += [plt.Line2D([], [], color="0.2", ls=VARIANT_STYLES.get(v, ":")) for v in variants]
         labels += [VARIANT_LABELS.get(v, v) for v in variants]
-    axes[0, -1].legend(handles, labels, fontsize=7)
+    # outside the axes: with two variants the curves fill the panels
+    axes[0, -1].legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -187,7 +188,7 @@ def plot_ablation(table: pd.DataFrame, metric: str = "label_mse") -> plt.Figure:
         ax.set_xlabel(PARAM_LABELS.get(metric, metric))
         ax.grid(alpha=0.3, which="both", axis="x")
         if part["item"].str.len().gt(0).any():
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     fig.tight_layout()
     return fig
 

@@ -12,6 +12,7 @@ from .gtv_mnist import (
     mnist_table2_claims,
     run_mnist,
     run_mnist_table2,
+    step_scan_claims,
 )
 from .registry import Experiment, register
 
@@ -45,4 +46,11 @@ register(Experiment(
     run=partial(run_mnist, experiment_id="gtv_fig07_mnist_five_clusters"),
     claims=partial(mnist_method_claims, baselines=("ifca", "local_sgd")),
     settings=mnist_settings, inputs=mnist_inputs,
+))
+register(Experiment(
+    id="gtv_mnist_step_scan", kind="figure", source="GTV Fig. 6 (issue 16; not in the paper)",
+    title="MNIST, two clusters: Alg. 1 (paper variant, lambda = 1) with tau = c/deg, sigma = 0.45/c",
+    # Fig. 6's streams: the same start as its Alg. 1, so c = 1 repeats its paper variant
+    run=partial(run_mnist, experiment_id="gtv_fig06_mnist_methods"),
+    claims=step_scan_claims, settings=mnist_settings, inputs=mnist_inputs,
 ))
