@@ -119,7 +119,9 @@ def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, bu
             copy = built / "docs" / "gallery" / f"{target}.png"
             assert copy.read_bytes() == (built / "results" / "figures" / f"{target}.png").read_bytes()
     ablation = (built / "docs" / "gallery" / "gtv_quirk_ablation.md").read_text()
-    assert "| result | published |" in ablation and "loss_scale → paper" in ablation
+    assert "| result | quantity | published |" in ablation and "loss_scale → paper" in ablation
+    mnist = (built / "docs" / "gallery" / "gtv_quirk_ablation_mnist.md").read_text()
+    assert "methods.primal_dual.prox_scale → paper" in mnist and "validation accuracy" in mnist
 
 
 def test_lint_is_clean(repo, tmp_path):

@@ -446,7 +446,8 @@ def test_ablation_markdown_has_a_row_per_headline_number_and_a_column_per_switch
     text = ablation_markdown(table)
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
     header, body = rows[0], rows[1:]
-    assert "published" in header and "loss_scale → paper" in header and header.rstrip(" |").endswith("paper")
+    assert "| result | quantity | published" in header and "loss_scale → paper" in header
+    assert header.rstrip(" |").endswith("paper")
     assert len(body) == 3 * 4 + 2  # fig09: 3 penalties x 4 grid points; table1: Alg. 1 and IFCA
     assert all(body_row.count("|") == header.count("|") for body_row in body)
 
@@ -462,3 +463,24 @@ def test_step_scan_with_c_1_repeats_fig6_paper_variant_and_c_scales_the_steps(te
 
     pd.testing.assert_series_equal(curve(scan, "c_1"), curve(fig6, "primal_dual"), check_exact=True)
     assert not curve(scan, "c_100").equals(curve(scan, "c_1"))
+
+
+def test_mnist_ablation_switches_nested_options_and_reuses_fig6_streams(test_config, inputs_for):
+    from networkedfl.experiments.gtv_ablation import switched_params
+
+    target = "gtv_quirk_ablation_mnist"
+    case = test_config["experiments"][target]["cases"]["fig06"]
+    p = switched_params(case, "methods.primal_dual.prox_scale")
+    assert "prox_scale" not in p["methods"]["primal_dual"]  # the paper's default
+    assert p["methods"]["primal_dual"]["dual_init"] == "weights"  # the other options stay
+    inputs = inputs_for(target)
+    assert set(inputs) == {"fig06_mnist", "fig06_graph"}
+    abl = run_job(test_config, target, "fig06.published", 0, inputs)
+    fig6 = run_job(test_config, "gtv_fig06_mnist_methods", "published.all", 0, inputs_for("gtv_fig06_mnist_methods"))
+    key = ["method", "iteration", "metric"]
+
+    def acc(table):
+        rows = table[table["method"].isin(["primal_dual", "ifca"]) & table["iteration"].notna()]
+        return rows.set_index(key)["value"].sort_index()
+
+    pd.testing.assert_series_equal(acc(abl), acc(fig6), check_exact=True)

@@ -140,30 +140,45 @@ def plot_sweep(
 
 
 def ablation_summary(table: pd.DataFrame, metric: str = "label_mse") -> pd.DataFrame:
-    """Mean of ``metric`` over seeds per (case, switch, panel, headline item) of the quirk ablation.
+    """Mean over seeds of every headline number of the quirk ablation, per (case, switch).
 
-    Panels: one per penalty of Alg. 1 for sweep cases, one per case for method comparisons;
-    items: the grid point (e.g. ``p_out=0.01, M=0.6``) or the method.
+    Linear cases report ``metric`` (rows without an iteration): one panel per penalty of
+    Alg. 1 for sweep cases (items: the grid points), one per case for method comparisons
+    (items: the methods).  MNIST cases report the validation accuracy at their last
+    iteration, one item per method.  Column ``quantity`` names what the value is.
     """
-    rows = table[table["metric"] == metric].copy()
-    method = pd.Series(np.where(rows["method"] == "primal_dual", "Alg. 1 " + rows["penalty"].astype(str),
-                                rows["method"]), index=rows.index)
-    rows["panel"], rows["item"] = rows["case"], method
-    for case, part in rows.groupby("case"):
+    has_it = "iteration" in table
+    lin = table[(table["metric"] == metric) & (table["iteration"].isna() if has_it else True)].copy()
+    penalty = lin["penalty"].astype(str) if "penalty" in lin else pd.Series("", index=lin.index)
+    method = pd.Series(np.where(lin["method"] == "primal_dual", "Alg. 1 " + penalty, lin["method"]),
+                       index=lin.index, dtype=object)
+    lin["panel"], lin["item"], lin["quantity"] = lin["case"], method, PARAM_LABELS.get(metric, metric)
+    for case, part in lin.groupby("case"):
         grid = [c for c in ("p_out", "M", "eps", "sigma", "n_clusters") if c in part and part[c].nunique() > 1]
         if grid:  # a sweep: a panel per method, an item per grid point
-            rows.loc[part.index, "panel"] = case + ": " + method[part.index]
-            rows.loc[part.index, "item"] = part[grid].apply(
+            lin.loc[part.index, "panel"] = case + ": " + method[part.index]
+            lin.loc[part.index, "item"] = part[grid].apply(
                 lambda r, g=grid: ", ".join(f"{k}={r[k]:g}" for k in g), axis=1)
+    parts = [lin]
+    if has_it:
+        acc = table[(table["metric"] == "accuracy") & table["iteration"].notna()]
+        for case, part in acc.groupby("case"):
+            last = part["iteration"].max()
+            rows = part[part["iteration"] == last].copy()
+            rows["panel"], rows["item"] = case, rows["method"]
+            rows["quantity"] = f"validation accuracy at iteration {last:g}"
+            parts.append(rows)
+    rows = pd.concat(parts)
     switches = list(dict.fromkeys(rows["switch"]))
-    out = rows.groupby(["case", "switch", "panel", "item"], sort=False)["value"].mean().reset_index()
+    out = rows.groupby(["case", "switch", "panel", "item", "quantity"], sort=False)["value"].mean().reset_index()
     rank = {s: k for k, s in enumerate(switches)}
     out["order"] = out["switch"].map(lambda s: -1 if s == "published" else (len(rank) if s == "paper" else rank[s]))
-    return out.sort_values(["case", "order"]).drop(columns="order").reset_index(drop=True)
+    return out.sort_values(["case", "order"], kind="stable").drop(columns="order").reset_index(drop=True)
 
 
 def plot_ablation(table: pd.DataFrame, metric: str = "label_mse") -> plt.Figure:
-    """Quirk ablation: per panel, the headline values (x, log) for every switch (rows).
+    """Quirk ablation: per panel, the headline values (x; MSEs on a log axis) for every
+    switch (rows).
 
     Row ``published`` is the authors' notebooks, each row below it switches one option back
     to the paper's definition, row ``paper`` switches all of them.
@@ -179,13 +194,15 @@ def plot_ablation(table: pd.DataFrame, metric: str = "label_mse") -> plt.Figure:
             ax.plot(grp["value"], grp["switch"].map(ypos), marker="os^Dv<>"[k % 7], ls="none",
                     color=f"C{k % 10}", label=item or None)
         ax.set_yticks(list(ypos.values()), [s if s in ("published", "paper") else f"{s} -> paper"
-                                             for s in ypos])
+                                             for s in ypos], fontsize=7)
         ax.axhline(-0.5, color="0.6", lw=0.8)
         ax.axhline(-(len(switches) - 1.5), color="0.6", lw=0.8)
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        quantity = str(part["quantity"].iloc[0])
+        if "MSE" in quantity:
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(name, fontsize=10)
-        ax.set_xlabel(PARAM_LABELS.get(metric, metric))
+        ax.set_xlabel(quantity)
         ax.grid(alpha=0.3, which="both", axis="x")
         if part["item"].str.len().gt(0).any():
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)

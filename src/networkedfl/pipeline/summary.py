@@ -187,12 +187,12 @@ def ablation_markdown(table: pd.DataFrame, metric: str = "label_mse") -> str:
     summary = ablation_summary(table, metric)
     switches = list(dict.fromkeys(summary.sort_values("switch", key=lambda s: s.map(
         lambda v: 0 if v == "published" else (2 if v == "paper" else 1)), kind="stable")["switch"]))
-    wide = summary.pivot_table(index=["panel", "item"], columns="switch", values="value", sort=False)
-    head = ["result", *[s if s in ("published", "paper") else f"{s} → paper" for s in switches]]
+    wide = summary.pivot_table(index=["panel", "item", "quantity"], columns="switch", values="value", sort=False)
+    head = ["result", "quantity", *[s if s in ("published", "paper") else f"{s} → paper" for s in switches]]
     lines = [
         "# Notebook behaviours switched one at a time",
         "",
-        f"Mean {metric} over {table['seed'].nunique()} repetition(s), from `results/tables/gtv_quirk_ablation.csv` "
+        f"Means over {table['seed'].nunique()} repetition(s), from the target's table in `results/tables/` "
         "(written by `snakemake --cores 1 gallery`; do not edit). Column `published`: the authors' notebooks; "
         "each middle column switches one option back to the paper's definition; `paper`: all of them "
         "(docs/variants.md explains the options). Empty: the option is not part of that case.",
@@ -200,8 +200,8 @@ def ablation_markdown(table: pd.DataFrame, metric: str = "label_mse") -> str:
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
     ]
-    for (panel, item), row in wide.iterrows():
+    for (panel, item, quantity), row in wide.iterrows():
         name = f"{panel}, {item}" if item and panel != item else str(panel if not item else item)
         cells = [f"{row[s]:.3g}" if s in row and pd.notna(row[s]) else "" for s in switches]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | {quantity} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
