@@ -5,17 +5,11 @@
 
 MNIST_GRAPHS = config.get("mnist_graphs", {})
 
-def _mnist_graph_names(params):
-    """The MNIST graphs a target names: its own `graph`, or its ablation cases' ones."""
-    specs = [params, *params.get("cases", {}).values()]
-    return [spec["graph"] for spec in specs if "graph" in spec]
-
-
 _mnist_missing = {
     target: name
     for target, params in config["experiments"].items()
     if target.startswith("gtv_") and "mnist" in target
-    for name in (_mnist_graph_names(params) or [None])
+    for name in (mnist_graph_names(params) or [None])
     if name not in MNIST_GRAPHS
 }
 if _mnist_missing:

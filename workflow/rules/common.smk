@@ -113,6 +113,21 @@ def gallery_targets():
     return [t for t in selected_targets() if get_experiment(t).has_figure]
 
 
+#: Quirk-ablation targets: the gallery writes each one's table as Markdown.
+ABLATIONS = ["gtv_quirk_ablation", "gtv_quirk_ablation_mnist"]
+
+
+def gallery_ablations():
+    """The selected quirk-ablation targets: each gets a generated Markdown table."""
+    return [t for t in ABLATIONS if t in gallery_targets()]
+
+
+def mnist_graph_names(params):
+    """The MNIST graphs a target names: its own `graph`, or its ablation cases' ones."""
+    specs = [params, *params.get("cases", {}).values()]
+    return [spec["graph"] for spec in specs if "graph" in spec]
+
+
 def all_outputs():
     """Every selected target's outputs, plus the claims summary and index when all are built."""
     outputs = [path for target in selected_targets() for path in target_outputs(target)]

@@ -131,12 +131,6 @@ rule index:
 # of `all`: run `snakemake --cores 1 gallery` after a default-config run and commit docs/gallery/.
 
 
-ABLATIONS = ["gtv_quirk_ablation", "gtv_quirk_ablation_mnist"]
-
-
-def gallery_ablations():
-    """The selected quirk-ablation targets: each gets a generated Markdown table."""
-    return [t for t in ABLATIONS if t in gallery_targets()]
 
 
 rule gallery:
