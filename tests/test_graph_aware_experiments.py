@@ -149,3 +149,88 @@ def test_adjusted_rand_index_matches_sklearn():
         a, b = rng.integers(3, size=30), rng.integers(4, size=30)
         assert abs(_adjusted_rand(a, b) - adjusted_rand_score(b, a)) < 1e-12
     assert _adjusted_rand(np.array([2, 2, 0, 0]), np.array([0, 0, 1, 1])) == 1.0
+
+
+# ------------------------------------------------ references and the validation split (issue 17)
+
+def test_predict_the_mean_reference_is_each_clients_own_training_mean(test_config):
+    from networkedfl.experiments.graph_aware import run_synthetic
+
+    params = test_config["experiments"][SYNTHETIC_ID]
+    table = run_synthetic(params, "mean", 0, 3, experiment_id=SYNTHETIC_ID)
+    inst = synthetic_instance(params["synthetic"], 0, 3)
+    expected = 0.5 * ((inst.y_test - inst.y_train.mean(axis=1, keepdims=True)) ** 2).sum(-1).mean()
+    loss = table[table["metric"] == "test_loss"]
+    assert list(loss["round"]) == [0, params["rounds"]]
+    np.testing.assert_allclose(loss["value"], expected, rtol=1e-12)
+    assert set(table["method"]) == {"Predict the mean"}
+
+
+def test_validation_runs_hold_out_training_samples_and_never_read_the_test_data(test_config, monkeypatch):
+    """With ``validation_fraction`` the run scores the held-out training samples: the value
+    does not move when the test data are replaced by garbage, and no test rows appear."""
+    import networkedfl.experiments.graph_aware as ga
+
+    params = {**test_config["experiments"][SYNTHETIC_ID], "validation_fraction": 0.25}
+    first = ga.run_synthetic(params, "fedavg", 0, 3, experiment_id=SYNTHETIC_ID)
+    assert set(first["metric"]) == {"validation_loss"}
+    original = ga.synthetic_instance
+
+    def poisoned(*args, **kwargs):
+        inst = original(*args, **kwargs)
+        return ga.SyntheticInstance(inst.graphs, inst.x_train, inst.y_train, inst.x_test * np.nan,
+                                    inst.y_test * np.nan)
+
+    monkeypatch.setattr(ga, "synthetic_instance", poisoned)
+    again = ga.run_synthetic(params, "fedavg", 0, 3, experiment_id=SYNTHETIC_ID)
+    np.testing.assert_array_equal(first["value"].to_numpy(), again["value"].to_numpy())
+    assert np.isfinite(first["value"]).all()
+    test = ga.run_synthetic({k: v for k, v in params.items() if k != "validation_fraction"}, "fedavg", 0, 3,
+                            experiment_id=SYNTHETIC_ID)
+    assert not np.isfinite(test[test["metric"] == "test_loss"]["value"].iloc[-1])  # the test path reads them
+
+
+def test_oracle_reference_trains_within_the_true_components(test_config):
+    """The cluster oracle's clients of one mixture component hold one model; local's all differ."""
+    from networkedfl.experiments.graph_aware import run_synthetic
+
+    params = test_config["experiments"][SYNTHETIC_ID]
+    captured = {}
+    import networkedfl.algorithms.fedavg_steps as fs
+
+    real = fs.fedavg_steps
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        captured[kwargs.get("groups") is None] = (kwargs.get("groups"), result.client_params)
+        return result
+
+    import unittest.mock as mock
+
+    with mock.patch.object(fs, "fedavg_steps", spy):
+        run_synthetic(params, "oracle", 0, 3, experiment_id=SYNTHETIC_ID)
+    groups, models = captured[False]
+    comps = synthetic_instance(params["synthetic"], 0, 3).graphs.components
+    np.testing.assert_array_equal(groups, comps)
+    for k in np.unique(comps):
+        block = models[torch.as_tensor(comps == k)]
+        torch.testing.assert_close(block, block[:1].expand_as(block))
+    assert len(np.unique(comps)) > 1 and not torch.allclose(models[comps == comps[0]][0],
+                                                             models[comps != comps[0]][0])
+
+
+def test_dfl_references_mean_and_centralised_oracle(test_config):
+    from networkedfl.experiments.graph_aware import run_dfl
+
+    params = test_config["experiments"]["gfl_fig10_1_dfl"]
+    mean = run_dfl(params, "mean", 0, 3, experiment_id="gfl_fig10_1_dfl")
+    nodes = heterogeneous_nodes(
+        __import__("networkedfl.experiments.registry", fromlist=["rng_for"]).rng_for(3, "gfl_fig10_1_dfl", 0, "data"),
+        dim=params["dim"], n_train=params["n_train"], n_test=params["n_test"],
+        input_ranges=params["input_ranges"], nonlinearities=params["nonlinearities"],
+        standardize=params["standardize_inputs"], standardize_targets=params["standardize_targets"])
+    np.testing.assert_allclose(mean["value"], ((nodes.y_test - nodes.y_train.mean()) ** 2).mean(), rtol=1e-12)
+    oracle = run_dfl(params, "oracle", 0, 3, experiment_id="gfl_fig10_1_dfl")
+    rounds = sorted(oracle[oracle["metric"] == "test_loss"]["round"])
+    fedavg = run_dfl(params, "fedavg", 0, 3, experiment_id="gfl_fig10_1_dfl")
+    assert rounds == sorted(fedavg[fedavg["metric"] == "test_loss"]["round"])  # same x axis

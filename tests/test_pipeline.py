@@ -139,6 +139,43 @@ def test_a_graph_change_reruns_only_its_stage_and_the_later_ones(repo, built, tm
     assert planned == {rule: 1 for rule in reruns}
 
 
+TUNED = ["gfl_fig10_1_dfl", "gfl_fig10_3_synthetic", "gfl_fig10_4_reviews_nlp"]
+
+
+@pytest.mark.parametrize("target", TUNED)
+def test_a_tuned_target_table_holds_its_grid_the_chosen_values_and_the_references(built, test_config, target):
+    """Issue 17: the tuning protocol's rows (every grid point's validation loss, the chosen
+    values) are in the target's table, and the tuned runs used the chosen values."""
+    from networkedfl.experiments.tuning import grid_points
+
+    table = pd.read_csv(built / "results" / "tables" / f"{target}.csv")
+    params = test_config["experiments"][target]
+    tuning = table[table["metric"].str.startswith("tuning_")]
+    losses = tuning[tuning["metric"] == "tuning_validation_loss"]
+    assert len(losses) == sum(len(grid_points(params, s)) for s in params["tuning"]["grid"])
+    chosen = tuning[tuning["metric"] == "tuning_chosen"]
+    assert set(chosen["method"]) == set(losses["method"])
+    for method, block in losses.groupby("method"):
+        best = block.loc[block["value"].idxmin(), "tuning_point"]
+        assert (chosen[chosen["method"] == method]["tuning_point"] == best).all(), method
+    assert {"Local", "Predict the mean"} <= set(table["method"])
+    assert not (table["metric"] == "validation_loss").any()  # validation stays in the tuning jobs
+
+
+def test_a_tuning_grid_change_reruns_only_that_methods_tuning_point_and_runs(repo, built, tmp_path):
+    """Issue 17: a changed grid reruns only the changed points and what depends on them."""
+    import yaml
+
+    extra = tmp_path / "grid.yaml"
+    extra.write_text(yaml.safe_dump({"experiments": {"gfl_fig10_3_synthetic": {
+        "tuning": {"grid": {"fedavg": {"lr": [0.1, 0.3]}}}}}}))
+    target = "gfl_fig10_3_synthetic"
+    planned = _planned_jobs(_snakemake(repo, built, "--cores", "1", "--dry-run", target, configfiles=[extra]))
+    assert planned["tune_experiment"] == 1     # point 1 of FedAvg's grid; point 0 is unchanged
+    assert planned["run_experiment"] == 1      # FedAvg's one repetition; other methods untouched
+    assert planned["collect_table"] == 1
+
+
 def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, built):
     proc = _snakemake(repo, built, "--cores", "1", "gallery")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -169,10 +206,12 @@ def test_a_job_rerun_in_process_gives_byte_identical_records(built, test_config,
     exactly the bytes the pipeline wrote; its records are tidy."""
     from networkedfl.pipeline.io import write_csv
     from networkedfl.pipeline.paths import Paths
-    from networkedfl.pipeline.runner import job_settings, run_job
+    from networkedfl.pipeline.runner import job_settings, run_job, tuning_jobs
 
     setting = job_settings(test_config, target)[0]
-    table = run_job(test_config, target, setting, 0, inputs_for(target, setting=setting))
+    tuning = [pd.read_csv(built / Paths().tuning(target, s, k))
+              for s, k in tuning_jobs(test_config, target) if s == setting] or None
+    table = run_job(test_config, target, setting, 0, inputs_for(target, setting=setting), tuning)
     assert {"metric", "value", "seed"} <= set(table.columns) and len(table) > 0
     assert (table["seed"] == 0).all()
     write_csv(table, tmp_path / "again.csv")

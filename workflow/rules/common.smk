@@ -8,7 +8,7 @@ from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.gtv_mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
 from networkedfl.pipeline.config import validate_config
 from networkedfl.pipeline.paths import Paths, put_interpreter_on_path, vendored_dataset
-from networkedfl.pipeline.runner import job_inputs, job_settings, seeds
+from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_jobs, tuning_spec
 
 # Stops the run before any job starts; the message names every offending key.
 validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -40,11 +40,18 @@ wildcard_constraints:
     target=_alternation(TARGETS),
     setting=r"[A-Za-z0-9_.\-]+",
     seed=r"\d+",
+    point=r"\d+",
 
 
 def experiment_params(wildcards):
     """The target's parameters: a change reruns exactly that target's jobs."""
     return config["experiments"][wildcards.target]
+
+
+def setting_params(wildcards):
+    """The target's parameters as one setting's jobs see them: editing another method's
+    tuning grid does not rerun them."""
+    return job_params(config, wildcards.target, wildcards.setting)
 
 
 def dataset_files(name):
@@ -65,9 +72,27 @@ def dataset_sources(name):
     return resolved
 
 
+def tuning_files(target, setting=None):
+    """The tuning jobs' outputs of a target (of one setting when given)."""
+    return [PATHS.tuning(target, s, k) for s, k in tuning_jobs(config, target) if setting in (None, s)]
+
+
 def experiment_inputs(wildcards):
-    """Named input files of a target's jobs (datasets, cached artefacts); none if synthetic."""
+    """Named input files of a target's jobs (datasets, cached artefacts, the method's tuning
+    results); none if synthetic and untuned."""
+    inputs = job_inputs(config, wildcards.target, wildcards.setting)
+    tuning = tuning_files(wildcards.target, wildcards.setting)
+    return {**inputs, "tuning": tuning} if tuning else inputs
+
+
+def tuning_inputs(wildcards):
+    """The files a tuning job reads: those of the target's jobs, without tuning results."""
     return job_inputs(config, wildcards.target, wildcards.setting)
+
+
+def tuning_job_spec(wildcards):
+    """What one tuning job depends on: a change of anything else does not rerun it."""
+    return tuning_spec(config, wildcards.target, wildcards.setting, int(wildcards.point))
 
 
 def raw_tables(wildcards):
@@ -78,6 +103,11 @@ def raw_tables(wildcards):
         for setting in job_settings(config, target)
         for seed in seeds(config, target)
     ]
+
+
+def table_inputs(wildcards):
+    """The job outputs of a target and its tuning jobs' outputs (their rows join the table)."""
+    return {"raw": raw_tables(wildcards), "tuning": tuning_files(wildcards.target)}
 
 
 def report_caption(wildcards):

@@ -1,5 +1,25 @@
 # Computing: one job per (target, setting, seed) writes raw tidy records; the records of a
-# target are collected into its table, on which the paper's claims are evaluated.
+# target are collected into its table, on which the paper's claims are evaluated.  A target
+# with a tuning grid first runs one job per (setting, grid point) on a validation split; the
+# setting's jobs read them and use the chosen point (networkedfl.experiments.tuning).
+
+
+rule tune_experiment:
+    input:
+        unpack(tuning_inputs),
+    output:
+        PATHS.tuning(),
+    log:
+        PATHS.log("tuning", "{target}/{setting}/point-{point}"),
+    conda:
+        CONDA_ENV
+    params:
+        spec=tuning_job_spec,
+        base_seed=config["seed"],
+    resources:
+        mem_mb=2000,
+    script:
+        "../scripts/tune_experiment.py"
 
 
 rule run_experiment:
@@ -12,7 +32,7 @@ rule run_experiment:
     conda:
         CONDA_ENV
     params:
-        experiment=experiment_params,
+        experiment=setting_params,
         base_seed=config["seed"],
     resources:
         mem_mb=2000,
@@ -22,13 +42,14 @@ rule run_experiment:
 
 rule collect_table:
     input:
-        raw_tables,
+        unpack(table_inputs),
     output:
         report(PATHS.table(), caption="../report/table.rst", category="{target}"),
     log:
         PATHS.log("tables", "{target}"),
     params:
         caption=report_caption,
+        experiment=experiment_params,
     conda:
         CONDA_ENV
     localrule: True

@@ -8,9 +8,17 @@ import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from networkedfl.pipeline.io import write_csv  # noqa: E402
-from networkedfl.pipeline.runner import collect_tables  # noqa: E402
+from networkedfl.pipeline.runner import collect_tables, tuning_table  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
-table = collect_tables([pd.read_csv(path) for path in snakemake.input])  # noqa: F821
+target = snakemake.wildcards.target  # noqa: F821
+tables = [pd.read_csv(path) for path in snakemake.input.raw]  # noqa: F821
+by_setting = {}  # tuning results/<target>/<setting>/point-<k>.csv, by setting
+for path in snakemake.input.tuning:  # noqa: F821
+    by_setting.setdefault(Path(path).parent.name, []).append(pd.read_csv(path))
+config = {"experiments": {target: snakemake.params.experiment}}  # noqa: F821
+tuning = tuning_table(config, target, by_setting)
+table = collect_tables(tables + ([tuning] if tuning is not None else []))
 write_csv(table, snakemake.output[0])  # noqa: F821
-log.info("collected %d job files into %s (%d rows)", len(snakemake.input), snakemake.output[0], len(table))  # noqa: F821
+log.info("collected %d job files and %d tuning files into %s (%d rows)", len(snakemake.input.raw),  # noqa: F821
+         len(snakemake.input.tuning), snakemake.output[0], len(table))  # noqa: F821

@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from networkedfl.pipeline.io import write_csv  # noqa: E402
 from networkedfl.pipeline.runner import run_job  # noqa: E402
@@ -23,6 +24,8 @@ config = {
 }
 inputs = {name: value if isinstance(value, str) else list(value)
           for name, value in snakemake.input.items()}  # noqa: F821
-table = run_job(config, wildcards.target, wildcards.setting, int(wildcards.seed), inputs)
+# the method's tuning results (one file per grid point) choose its values; not a data input
+tuning = [pd.read_csv(path) for path in inputs.pop("tuning", [])] or None
+table = run_job(config, wildcards.target, wildcards.setting, int(wildcards.seed), inputs, tuning)
 write_csv(table, snakemake.output[0])  # noqa: F821
 log.info("wrote %s", snakemake.output[0])  # noqa: F821

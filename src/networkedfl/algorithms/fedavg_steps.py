@@ -58,6 +58,7 @@ def fedavg_steps(
     dtype: torch.dtype = torch.float64,
     progress: bool = False,
     mask_average: bool = False,
+    groups: Any = None,
 ) -> FederatedResult:
     """FedAvg: ``tau`` local SGD steps on every client, then the server average.
 
@@ -84,12 +85,18 @@ def fedavg_steps(
         (their weights renormalised; a coordinate no client trains keeps its global value),
         so frozen coordinates, e.g. the zero embedding rows of the words a client never sees
         (Sec. 10.5.2), do not drag the average.  ``False``: all clients' values.
+    groups
+        Optional ``(n,)`` integer group of every client: the server averages within each
+        group (its clients' weights renormalised) and sends each client its group's model.
+        The true clusters give the cluster oracle (FedAvg on each cluster's pooled data);
+        ``arange(n)`` gives local training (each client alone).  ``None``: one group.
 
     Returns
     -------
     FederatedResult
         ``client_params`` every client's copy of the final global model (frozen coordinates
-        its own), ``global_params`` ``(1, P)``, ``assignment`` zeros.
+        its own), ``global_params`` ``(1, P)`` (``(K, P)`` with ``K`` groups), ``assignment``
+        zeros (the groups with ``groups``).
     """
     device = torch.device(device)
     n_rounds = _check_positive_int(n_rounds, "n_rounds")
@@ -99,7 +106,17 @@ def fedavg_steps(
     gen = make_generator(generator)
     mask_t = check_mask(mask, n, p, dtype, device)
     weights = _client_weights(client_weights, source, n, dtype, device)
+    member, group_of = _groups(groups, n, dtype, device)
+
     def average(theta: Tensor, previous: Tensor | None) -> Tensor:
+        if member is not None:  # per-group weighted means, (K, P)
+            plain = member.T @ (weights[:, None] * theta) / (member.T @ weights)[:, None]
+            if mask_t is None or not mask_average:
+                return plain
+            mass = member.T @ (weights[:, None] * mask_t)
+            held = member.T @ (weights[:, None] * mask_t * theta)
+            return torch.where(mass > 0, held / mass.clamp_min(torch.finfo(dtype).tiny),
+                               plain if previous is None else previous)
         plain = (weights[:, None] * theta).sum(dim=0, keepdim=True)
         if mask_t is None or not mask_average:
             return plain
@@ -114,13 +131,15 @@ def fedavg_steps(
     else:
         glob = _initial_rows(model, init, 1, gen, dtype, device, "server")
         clients = glob.expand(n, -1).clone()
+        if member is not None:
+            glob = glob.expand(member.shape[1], -1).clone()
     gradients = batch_gradients(model)
     rec = _Recorder(callback, _itemsize(dtype))
     everyone = torch.ones(n, dtype=torch.bool, device=device)
-    zeros = torch.zeros(n, dtype=torch.int64, device=device)
+    zeros = torch.zeros(n, dtype=torch.int64, device=device) if group_of is None else group_of
     t = 0
     for r in tqdm(range(1, n_rounds + 1), desc="FedAvg", disable=not progress):
-        theta = freeze(glob.expand(n, -1), clients, mask_t)
+        theta = freeze(glob.expand(n, -1) if member is None else glob[group_of], clients, mask_t)
         for _ in range(tau):
             x, y, w = source.sample(batch_size, gen)
             g = gradients(theta, x, y, w)
@@ -129,13 +148,28 @@ def fedavg_steps(
             theta = freeze(theta - step_size(lr, t) * g, theta, mask_t)
             t += 1
         glob = average(theta, glob)
-        clients = freeze(glob.expand(n, -1), theta, mask_t)
+        clients = freeze(glob.expand(n, -1) if member is None else glob[group_of], theta, mask_t)
         rec.record(
             r, upload="models", download="models", clients=n, messages_up=n, messages_down=n,
             floats_up=n * p, floats_down=n * p, client_params=clients, global_params=glob,
             selected=everyone, assignment=zeros, extra={"step": t},
         )
     return FederatedResult(clients, glob, zeros, rec.history, rec.log)
+
+
+def _groups(spec: Any, n: int, dtype: torch.dtype,
+            device: torch.device) -> tuple[Tensor | None, Tensor | None]:
+    """One-hot ``(n, K)`` membership and ``(n,)`` group index, or ``(None, None)``."""
+    if spec is None:
+        return None, None
+    g = np.asarray(spec)
+    if g.shape != (n,) or not np.issubdtype(g.dtype, np.integer) or (g < 0).any():
+        raise ValueError(f"groups must be {n} non-negative integers (one per client), got shape {g.shape}"
+                         f" and dtype {g.dtype}")
+    _, index = np.unique(g, return_inverse=True)
+    group_of = torch.as_tensor(index, dtype=torch.int64, device=device)
+    member = torch.nn.functional.one_hot(group_of, int(index.max()) + 1).to(dtype)
+    return member, group_of
 
 
 def _client_weights(

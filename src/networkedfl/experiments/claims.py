@@ -9,7 +9,8 @@ import pandas as pd
 
 from .registry import Claim
 
-__all__ = ["check_all", "mean_over_seeds", "strictly_increasing"]
+__all__ = ["LOCAL", "MEAN", "ORACLE", "REFERENCES", "check_all", "mean_over_seeds", "reference_claims",
+           "strictly_increasing"]
 
 
 def mean_over_seeds(
@@ -40,3 +41,31 @@ def check_all(text: str, cases: dict[str, bool], details: dict[str, str] | None 
         if shown:
             detail += ": " + "; ".join(f"{k}: {v}" for k, v in list(shown.items())[:8])
     return Claim(text, not failed, detail)
+
+
+#: Display names of the reference bounds in every comparison of the chapter (issue 17).
+LOCAL, ORACLE, MEAN = "Local", "Oracle", "Predict the mean"
+REFERENCES = (LOCAL, ORACLE, MEAN)
+
+
+def reference_claims(final: pd.Series, *, oracle: str | None = ORACLE) -> list[Claim]:
+    """The reference checks of a comparison on the methods' final losses (by method).
+
+    ``[reference] every method ends below predict-the-mean`` and, when ``oracle`` is
+    given, ``[reference] the oracle ends below every method``.  These are not the paper's
+    claims: they say whether a method learnt anything and whether the reference bounds
+    bound (a failure is a defect of a reference or of a method).
+    """
+    methods = [m for m in final.index if m not in REFERENCES]
+    claims = []
+    if MEAN in final.index:
+        claims.append(check_all(
+            "[reference] every method ends below the predict-the-mean loss",
+            {m: bool(final[m] < final[MEAN]) for m in [*methods, *(r for r in (LOCAL, oracle) if r in final.index)]},
+            {m: f"{final[m]:.4g} vs {final[MEAN]:.4g}" for m in final.index if m != MEAN}))
+    if oracle is not None and oracle in final.index:
+        claims.append(check_all(
+            f"[reference] the {oracle.lower()} reference ends below every method",
+            {m: bool(final[oracle] < final[m]) for m in methods},
+            {m: f"{oracle} {final[oracle]:.4g} vs {final[m]:.4g}" for m in methods}))
+    return claims

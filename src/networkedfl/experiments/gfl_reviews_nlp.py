@@ -50,8 +50,10 @@ from ..text import (
     tfidf_vectors,
     windows,
 )
+from .claims import LOCAL, MEAN, REFERENCES, reference_claims
 from .gfl_reviews import corpus_inputs
 from .registry import Claim, rng_for
+from .tuning import VALIDATION_METRIC, split_ragged
 
 __all__ = [
     "METHOD_NAMES",
@@ -69,6 +71,7 @@ Params = Mapping[str, Any]
 #: Job id (setting) -> name in the table and the figure.
 METHOD_NAMES: dict[str, str] = {
     "bigfl": "BiG-FL", "fesem": "FeSEM", "fedavg": "FedAvg", "dfl_sgd": "DFL-SGD", "dfl_gt": "DFL-GT",
+    "local": LOCAL, "mean": MEAN,
 }
 
 
@@ -224,8 +227,23 @@ def review_nlp_inputs(params: Params) -> dict[str, Any]:
 
 
 def review_nlp_settings(params: Params) -> list[str]:
-    """One job per method (``bigfl``, ``fesem``, ``fedavg``, ``dfl_sgd``, ``dfl_gt``)."""
+    """One job per method (``bigfl``, ``fesem``, ``fedavg``, ``dfl_sgd``, ``dfl_gt``) or
+    reference (``local``, ``mean``)."""
+    unknown = [m for m in params["methods"] if m not in METHOD_NAMES]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; expected some of {list(METHOD_NAMES)}")
     return list(params["methods"])
+
+
+def unigram_losses(train: Sequence[np.ndarray], test: Sequence[np.ndarray], vocab_size: int) -> np.ndarray:
+    """Predict-the-mean for next-word prediction: every client's add-one smoothed unigram
+    distribution of its training targets, its mean cross-entropy on its test targets."""
+    losses = []
+    for tr, te in zip(train, test, strict=True):  # 16 clients, once per job
+        counts = np.bincount(tr[:, 1:].ravel(), minlength=vocab_size) + 1.0
+        logp = np.log(counts / counts.sum())
+        losses.append(-logp[te[:, 1:].ravel()].mean())
+    return np.array(losses)
 
 
 # ------------------------------------------------------------------------------ run
@@ -304,6 +322,13 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     and, in the first method's job only, the data summary (``train_windows``,
     ``test_windows``, ``trainable_rows`` per domain, ``vocabulary_size``) and the client
     graph (``edge_weight`` rows with ``neighbour``).
+
+    Reference bounds (issue 17): ``local`` (every domain trains alone: FedAvg with each
+    client its own group) and ``mean`` (every domain's add-one smoothed unigram
+    distribution, :func:`unigram_losses`).  The corpus has no ground-truth structure among
+    the domains, so no oracle is defined.  With ``validation_fraction`` every domain holds
+    out that share of its training windows and the loss on them is recorded as
+    ``validation_loss`` (the tuning protocol, :mod:`~networkedfl.experiments.tuning`).
     """
     import torch
 
@@ -321,6 +346,28 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     # everything but the method's own randomness is shared by all methods of a seed
     task = prepare_review_task(params, inputs["corpus"], rng_for(base_seed, experiment_id, seed, "data"),
                                glove_path=inputs.get("glove"))
+    train_windows, eval_windows, loss_metric = task.train, task.test, "test_loss"
+    if params.get("validation_fraction") is not None:
+        train_windows, eval_windows = split_ragged(rng_for(base_seed, experiment_id, seed, "validation"),
+                                                   params["validation_fraction"], task.train)
+        loss_metric = VALIDATION_METRIC
+    n_rounds = int(params["rounds"])
+    name = METHOD_NAMES[setting]
+    records: list[dict[str, Any]] = []
+
+    def add(round_: int, metric: str, value: float, domain: Any = None, **extra: Any) -> None:
+        records.append({"method": name, "round": round_, "domain": domain, **extra,
+                        "metric": metric, "value": float(value), "seed": seed})
+
+    if setting == "mean":
+        losses = unigram_losses(train_windows, eval_windows, len(task.vocabulary))
+        for round_ in (0, n_rounds):
+            add(round_, loss_metric, losses.mean())
+            if loss_metric == "test_loss":
+                add(round_, "test_perplexity", math.exp(losses.mean()))
+                for domain, loss in zip(task.domains, losses, strict=True):
+                    add(round_, "test_loss_client", loss, domain)
+        return pd.DataFrame.from_records(records)
     shape = params["model"]
     layout = NPLMLayout(len(task.vocabulary), int(shape["embed_dim"]), int(shape["hidden_dim"]))
     model = nplm(layout, embedding=task.embedding)
@@ -330,38 +377,34 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     mask = torch.as_tensor(layout.frozen_rows_mask(task.present)).to(dtype=dtype, device=device)
     from ..algorithms.client_batches import ClientBatches
 
-    x, y, w = _padded(task.train, torch, device)
+    x, y, w = _padded(train_windows, torch, device)
     data = ClientBatches(x, y, w.to(dtype))
-    evaluate = _Evaluator(model, task.test, dtype, device, chunk=int(params.get("eval_chunk", 16)))
+    evaluate = _Evaluator(model, eval_windows, dtype, device, chunk=int(params.get("eval_chunk", 16)))
     every = int(params.get("eval_every", 1))
-    n_rounds = int(params["rounds"])
-    name = METHOD_NAMES[setting]
-    records: list[dict[str, Any]] = []
-
-    def add(round_: int, metric: str, value: float, domain: Any = None, **extra: Any) -> None:
-        records.append({"method": name, "round": round_, "domain": domain, **extra,
-                        "metric": metric, "value": float(value), "seed": seed})
 
     def record_losses(round_: int, params_: Any) -> None:
         losses = evaluate(params_)
-        add(round_, "test_loss", losses.mean())
-        add(round_, "test_perplexity", math.exp(losses.mean()))
-        for domain, loss in zip(task.domains, losses, strict=True):
-            add(round_, "test_loss_client", loss, domain)
+        mean = float(losses.mean())
+        add(round_, loss_metric, mean if math.isfinite(mean) else math.inf)
+        if loss_metric == "test_loss":
+            add(round_, "test_perplexity", math.exp(min(mean, 700.0)))
+            for domain, loss in zip(task.domains, losses, strict=True):
+                add(round_, "test_loss_client", loss, domain)
 
     def callback(state: Any) -> None:
         if state.round % every == 0 or state.round == n_rounds:
             record_losses(state.round, state.client_params)
 
     record_losses(0, init)
-    common = {"n_rounds": n_rounds, "local_steps": _local_steps(params, task.train),
+    common = {"n_rounds": n_rounds, "local_steps": _local_steps(params, train_windows),
               "batch_size": int(params["batch_size"]), "mask": mask, "callback": callback,
               "generator": rng_for(base_seed, experiment_id, seed, setting), "device": device,
               "dtype": dtype, "progress": bool(params.get("progress", False))}
     lr = float(params["lr"])
     held = bool(params.get("mask_average", True))  # aggregate a row over the clients holding it
-    if setting == "fedavg":
-        result = fedavg_steps(model, data, lr=lr, init=init, mask_average=held, **common)
+    if setting in ("fedavg", "local"):
+        groups = np.arange(len(task.domains)) if setting == "local" else None
+        result = fedavg_steps(model, data, lr=lr, init=init, mask_average=held, groups=groups, **common)
     elif setting in ("dfl_sgd", "dfl_gt"):
         run = dfl_sgd if setting == "dfl_sgd" else dfl_gt
         result = run(model, data, task.graph, lr=lr, rule=params["dfl"]["rule"], init=init,
@@ -390,7 +433,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
         len(task.domains), layout.vocab_size, layout.embed_dim)
     add(n_rounds, "frozen_rows_max_abs",
         float(frozen[~torch.as_tensor(task.present, device=device)].abs().max()) if (~task.present).any() else 0.0)
-    if setting == review_nlp_settings(params)[0]:
+    if setting == review_nlp_settings(params)[0] and loss_metric == "test_loss":
         _describe_task(task, add)
     return pd.DataFrame.from_records(records)
 
@@ -424,10 +467,11 @@ def review_nlp_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
         return [Claim("test losses recorded", False, "no test_loss rows in the table")]
     show = "; ".join(f"{m}: {start[m]:.4f} -> {final[m]:.4f}" for m in final.index)
     below = {m: bool(final[m] < start[m]) for m in final.index}
-    claims = [Claim("every method ends below its round-0 test loss", all(below.values()), show)]
+    claims = [Claim("every method ends below its round-0 test loss",
+                    all(v for m, v in below.items() if m != MEAN), show)]
     ranking = ", ".join(f"{m} {v:.4f}" for m, v in final.sort_values().items())
     if "BiG-FL" in final.index:
-        others = final.drop("BiG-FL")
+        others = final.drop(["BiG-FL", *(r for r in REFERENCES if r in final.index)])
         claims.append(Claim("BiG-FL ends lowest", bool(len(others) and (final["BiG-FL"] < others).all()),
                             f"final test loss: {ranking}"))
     if "FeSEM" in final.index:
@@ -436,7 +480,7 @@ def review_nlp_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
                             bool(rivals and all(final["FeSEM"] < final[m] for m in rivals)),
                             "FeSEM {:.4f} vs ".format(final["FeSEM"])
                             + ", ".join(f"{m} {final[m]:.4f}" for m in rivals)))
-    return claims
+    return claims + reference_claims(final, oracle=None)
 
 
 def published_name(domain: str) -> str:

@@ -33,8 +33,9 @@ from ..gfl_data import (
     node_regression_data,
 )
 from ..graphs import EmpiricalGraph, ring
-from .claims import check_all
+from .claims import LOCAL, MEAN, ORACLE, REFERENCES, check_all, reference_claims
 from .registry import Claim, rng_for
+from .tuning import evaluation_data
 
 __all__ = [
     "METHOD_NAMES",
@@ -61,7 +62,7 @@ Params = Mapping[str, Any]
 #: The target whose random stream draws every synthetic instance (Figs. 10.2, 10.3, Table 10.1).
 SYNTHETIC_ID = "gfl_fig10_3_synthetic"
 METHOD_NAMES = {"fedavg": "FedAvg", "dfl_sgd": "DFL-SGD", "dfl_gt": "DFL-GT", "fesem": "FeSEM",
-                "bigfl": "BiG-FL"}
+                "bigfl": "BiG-FL", "local": LOCAL, "oracle": ORACLE, "mean": MEAN}
 
 
 # ------------------------------------------------------------------------------- model
@@ -156,6 +157,14 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
     nodes' test sets, i.e. the test value of (P1) at every node's model),
     ``test_loss_average_model`` (the same for the network-average model) and, for DFL,
     ``consensus_distance``.  A non-finite loss (divergence) is recorded as ``inf``.
+
+    Reference bounds (issue 17): ``local`` (every node trains alone: FedAvg with each node
+    its own group), ``oracle`` (centralised SGD on the pooled data, the minimiser's route of
+    (P1): one global step per iteration on all nodes' mini-batches, ``T`` iterations
+    recorded every ``tau``) and ``mean`` (the pooled training mean predicted everywhere).
+    With ``validation_fraction`` in ``params`` (the tuning protocol,
+    :mod:`~networkedfl.experiments.tuning`) every node holds out that share of its training
+    data and the loss on the union of the held-out sets is recorded as ``validation_loss``.
     """
     from ..algorithms.client_batches import ClientBatches, inverse_sqrt
     from ..algorithms.dfl import dfl_gt, dfl_sgd
@@ -169,31 +178,41 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
         input_ranges=params["input_ranges"], nonlinearities=params["nonlinearities"],
         standardize=bool(params["standardize_inputs"]),
         standardize_targets=bool(params.get("standardize_targets", False)))
-    n = nodes.x_train.shape[0]
-    model = mlp([int(params["dim"]), *map(int, params["hidden"]), 1], activation=params["activation"],
-                bias=True, loss="squared")
-    init = model.initial_params(make_generator(rng_for(base_seed, experiment_id, seed, "init")),
-                                dtype=dtype, device=device)
-    data = ClientBatches.from_arrays(nodes.x_train, nodes.y_train, dtype=dtype, device=device)
-    x_test = torch.as_tensor(nodes.x_test).to(dtype=dtype, device=device).reshape(-1, nodes.x_test.shape[-1])
-    y_test = torch.as_tensor(nodes.y_test).to(dtype=dtype, device=device).reshape(-1)
+    x_train, y_train, x_eval, y_eval, metric = evaluation_data(
+        params, rng_for(base_seed, experiment_id, seed, "validation"),
+        nodes.x_train, nodes.y_train, nodes.x_test, nodes.y_test)
+    n = x_train.shape[0]
     tau = int(params["local_steps"])
     n_rounds = math.ceil(int(params["iterations"]) / tau)
     name = METHOD_NAMES[setting]
     records: list[dict[str, Any]] = []
+
+    def add(round_: int, metric_: str, value: float) -> None:
+        records.append({"method": name, "round": round_, "step": round_ * tau, "metric": metric_,
+                        "value": float(value), "seed": seed})
+
+    if setting == "mean":
+        loss = float(((y_eval - y_train.mean()) ** 2).mean())
+        add(0, metric, loss)
+        add(n_rounds, metric, loss)
+        return pd.DataFrame.from_records(records)
+    model = mlp([int(params["dim"]), *map(int, params["hidden"]), 1], activation=params["activation"],
+                bias=True, loss="squared")
+    init = model.initial_params(make_generator(rng_for(base_seed, experiment_id, seed, "init")),
+                                dtype=dtype, device=device)
+    data = ClientBatches.from_arrays(x_train, y_train, dtype=dtype, device=device)
+    x_test = torch.as_tensor(x_eval).to(dtype=dtype, device=device).reshape(-1, x_eval.shape[-1])
+    y_test = torch.as_tensor(y_eval).to(dtype=dtype, device=device).reshape(-1)
 
     def test_loss(models: Any) -> float:
         out = torch.vmap(model.forward, in_dims=(0, None))(models, x_test)
         value = float(((out - y_test) ** 2).mean())
         return value if math.isfinite(value) else math.inf
 
-    def add(round_: int, metric: str, value: float) -> None:
-        records.append({"method": name, "round": round_, "step": round_ * tau, "metric": metric,
-                        "value": float(value), "seed": seed})
-
     def evaluate(round_: int, client_params: Any) -> None:
-        add(round_, "test_loss", test_loss(client_params))
-        add(round_, "test_loss_average_model", test_loss(client_params.mean(0, keepdim=True)))
+        add(round_, metric, test_loss(client_params))
+        if metric == "test_loss":
+            add(round_, "test_loss_average_model", test_loss(client_params.mean(0, keepdim=True)))
 
     evaluate(0, init[None])
     common = {"n_rounds": n_rounds, "local_steps": tau, "lr": inverse_sqrt(float(params["lr_scale"])),
@@ -204,13 +223,19 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
     with np.errstate(all="ignore"):
         if setting == "fedavg":
             fedavg_steps(model, data, **common)
+        elif setting == "local":
+            fedavg_steps(model, data, groups=np.arange(n), **common)
+        elif setting == "oracle":  # one pooled step per iteration, recorded every tau
+            fedavg_steps(model, data, **{
+                **common, "n_rounds": n_rounds * tau, "local_steps": 1,
+                "callback": lambda s: evaluate(s.round // tau, s.client_params) if s.round % tau == 0 else None})
         elif setting == "dfl_sgd":
             result = dfl_sgd(model, data, graph, rule=params["rule"], **common)
         elif setting == "dfl_gt":
             result = dfl_gt(model, data, graph, rule=params["rule"], **common)
         else:
             raise ValueError(f"{experiment_id} has no method {setting!r}")
-    if setting != "fedavg":
+    if setting in ("dfl_sgd", "dfl_gt"):
         for row in result.history:
             add(int(row["round"]), "consensus_distance", row["consensus_distance"])
     return pd.DataFrame.from_records(records)
@@ -221,10 +246,15 @@ def _mean_curves(table: pd.DataFrame, metric: str) -> dict[str, pd.Series]:
     return {m: g.groupby("round")["value"].mean().sort_index() for m, g in rows.groupby("method")}
 
 
+def _final(curves: Mapping[str, pd.Series]) -> pd.Series:
+    return pd.Series({m: float(c.iloc[-1]) for m, c in curves.items()}, dtype=float)
+
+
 def dfl_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 10.1 [paper: FedAvg fastest; DFL-GT faster than DFL-SGD] on the mean curves."""
+    """Fig. 10.1 [paper: FedAvg fastest; DFL-GT faster than DFL-SGD] on the mean curves,
+    and the reference checks (:func:`~.claims.reference_claims`)."""
     curves = _mean_curves(table, "test_loss")
-    order = ["FedAvg", "DFL-GT", "DFL-SGD"]
+    order = [m for m in ("FedAvg", "DFL-GT", "DFL-SGD") if m in curves]
     finite = {m: bool(np.all(np.isfinite(curves[m].to_numpy()))) for m in order}
     l_star = max(float(curves[m].iloc[-1]) for m in order)
     first = {}
@@ -246,6 +276,7 @@ def dfl_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
         check_all("every method ends below its initial loss",
                   {m: bool(curves[m].iloc[-1] < curves[m].iloc[0]) for m in order},
                   {m: f"{curves[m].iloc[0]:.4g} -> {curves[m].iloc[-1]:.4g}" for m in order}),
+        *reference_claims(_final(curves)),
     ]
 
 
@@ -304,6 +335,13 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     LL models, see :mod:`~networkedfl.algorithms.bigfl`) and ``phi_distance``, DFL
     ``consensus_distance``; FeSEM ``cluster_agreement`` (adjusted
     Rand index of its final clusters against the mixture components).
+
+    Reference bounds (issue 17): ``local`` (every client trains alone: FedAvg with each
+    client its own group), ``oracle`` (FedAvg within the true mixture components: each
+    client's model trained on its true cluster's pooled data) and ``mean`` (every client
+    predicts its own training targets' mean).  With ``validation_fraction`` every client
+    holds out that share of its training samples and the same loss on them is recorded
+    as ``validation_loss`` (the tuning protocol, :mod:`~networkedfl.experiments.tuning`).
     """
     from ..algorithms.bigfl import bigfl
     from ..algorithms.client_batches import ClientBatches
@@ -315,27 +353,40 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     torch, dtype, device = _torch_setup(params)
     spec = params["synthetic"]
     inst = synthetic_instance(spec, seed, base_seed)
+    x_train, y_train, x_eval, y_eval, metric = evaluation_data(
+        params, rng_for(base_seed, experiment_id, seed, "validation"),
+        inst.x_train, inst.y_train, inst.x_test, inst.y_test)
+    name = METHOD_NAMES[setting]
+    records: list[dict[str, Any]] = []
+
+    def add(round_: int, metric_: str, value: float) -> None:
+        records.append({"method": name, "round": round_, "metric": metric_, "value": float(value),
+                        "seed": seed})
+
+    if setting == "mean":
+        err = (y_eval - y_train.mean(axis=1, keepdims=True)) ** 2
+        for round_ in (0, int(params["rounds"])):
+            add(round_, metric, float(0.5 * err.sum(-1).mean()))
+            if metric == "test_loss":
+                add(round_, "test_mse", float(err.mean()))
+        return pd.DataFrame.from_records(records)
     r, c = (int(v) for v in spec["weight_shape"])
     model = mlp([r, *map(int, spec["hidden"]), c], activation=spec["activation"], bias=False,
                 loss="half_squared_norm")
     init = model.initial_params(make_generator(rng_for(base_seed, experiment_id, seed, "init")),
                                 dtype=dtype, device=device)
-    data = ClientBatches.from_arrays(inst.x_train, inst.y_train, dtype=dtype, device=device)
-    x_test = torch.as_tensor(inst.x_test).to(dtype=dtype, device=device)
-    y_test = torch.as_tensor(inst.y_test).to(dtype=dtype, device=device)
+    data = ClientBatches.from_arrays(x_train, y_train, dtype=dtype, device=device)
+    x_test = torch.as_tensor(x_eval).to(dtype=dtype, device=device)
+    y_test = torch.as_tensor(y_eval).to(dtype=dtype, device=device)
     n = x_test.shape[0]
-    name = METHOD_NAMES[setting]
-    records: list[dict[str, Any]] = []
-
-    def add(round_: int, metric: str, value: float) -> None:
-        records.append({"method": name, "round": round_, "metric": metric, "value": float(value),
-                        "seed": seed})
 
     def evaluate(round_: int, client_params: Any) -> None:
         out = torch.vmap(model.forward)(client_params.expand(n, -1), x_test)
         err = (out - y_test) ** 2
-        add(round_, "test_loss", float(0.5 * err.sum(-1).mean()))
-        add(round_, "test_mse", float(err.mean()))
+        loss = float(0.5 * err.sum(-1).mean())
+        add(round_, metric, loss if math.isfinite(loss) else math.inf)
+        if metric == "test_loss":
+            add(round_, "test_mse", float(err.mean()))
 
     evaluate(0, init[None])
     common = {"n_rounds": int(params["rounds"]), "local_steps": int(params["local_steps"]),
@@ -344,8 +395,9 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
               "callback": lambda s: evaluate(s.round, s.client_params), "device": device,
               "dtype": dtype}
     graph, lr = inst.graphs.train_graph, float(params["lr"])
-    if setting == "fedavg":
-        result = fedavg_steps(model, data, lr=lr, **common)
+    if setting in ("fedavg", "local", "oracle"):
+        groups = {"fedavg": None, "local": np.arange(n), "oracle": inst.graphs.components}[setting]
+        result = fedavg_steps(model, data, lr=lr, groups=groups, **common)
     elif setting in ("dfl_sgd", "dfl_gt"):
         run = dfl_sgd if setting == "dfl_sgd" else dfl_gt
         result = run(model, data, graph, lr=lr, rule=params["rule"], **common)
@@ -365,9 +417,9 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     else:
         raise ValueError(f"{experiment_id} has no method {setting!r}")
     for row in result.history:
-        for metric in ("upper_loss", "phi_distance", "consensus_distance"):
-            if metric in row:
-                add(int(row["round"]), metric, row[metric])
+        for key in ("upper_loss", "phi_distance", "consensus_distance"):
+            if key in row:
+                add(int(row["round"]), key, row[key])
     return pd.DataFrame.from_records(records)
 
 
@@ -388,11 +440,12 @@ def _adjusted_rand(labels: np.ndarray, truth: np.ndarray) -> float:
 
 
 def synthetic_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 10.3 [paper: consensus methods worst, FeSEM better, BiG-FL best]: final test loss."""
+    """Fig. 10.3 [paper: consensus methods worst, FeSEM better, BiG-FL best]: final test
+    loss; and the reference checks (:func:`~.claims.reference_claims`)."""
     rows = table[table["metric"] == "test_loss"]
     last = int(rows["round"].max())
     final = rows[rows["round"] == last].groupby("method")["value"].mean()
-    others = [m for m in final.index if m != "BiG-FL"]
+    others = [m for m in final.index if m not in ("BiG-FL", *REFERENCES)]
     consensus = [m for m in ("FedAvg", "DFL-SGD", "DFL-GT") if m in final.index]
     fmt = {m: f"{final[m]:.4g}" for m in final.index}
     return [
@@ -402,6 +455,7 @@ def synthetic_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
         check_all("FeSEM ends below FedAvg and both DFL variants",
                   {m: bool(final["FeSEM"] < final[m]) for m in consensus},
                   {m: f"FeSEM {fmt['FeSEM']} vs {fmt[m]}" for m in consensus}),
+        *reference_claims(final),
     ]
 
 

@@ -31,7 +31,7 @@ def validate_config(config: Mapping[str, Any], schema_path: str | os.PathLike) -
     if errors:
         lines = [f"{_location(e)}: {e.message}" for e in errors[:20]]
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
-    lines = _variant_errors(config, schema)
+    lines = _variant_errors(config, schema) + _tuning_errors(config, schema)
     if lines:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines[:20]))
 
@@ -72,3 +72,37 @@ def load_config(
     if schema_path is not None:
         validate_config(config, schema_path)
     return config
+
+
+def _tuning_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """Validate every target's tuning grid: its methods are run by the target, and every
+    grid point's parameters (overrides and point applied) are as valid as the target's own."""
+    from ..experiments.tuning import TUNING_KEY, apply_overrides, grid_points
+
+    targets = schema.get("properties", {}).get("experiments", {}).get("properties", {})
+    lines = []
+    for target, params in (config.get("experiments") or {}).items():
+        if not isinstance(params, Mapping) or not params.get(TUNING_KEY) or target not in targets:
+            continue
+        where = f"config['experiments'][{target!r}]['tuning']"
+        spec = params[TUNING_KEY]
+        unknown = sorted(set(spec.get("grid") or {}) - set(params.get("methods") or []))
+        if unknown:
+            lines.append(f"{where}['grid']: methods {unknown} are not in the target's methods "
+                         f"{list(params.get('methods') or [])}")
+        sub = jsonschema.Draft202012Validator({"$defs": schema.get("$defs", {}), **targets[target]})
+        base = {k: v for k, v in params.items() if k != TUNING_KEY}
+        for method in spec.get("grid") or {}:
+            for k, point in enumerate(grid_points(params, method)):
+                try:
+                    merged = apply_overrides(apply_overrides(base, spec.get("overrides") or {}), point)
+                except KeyError as exc:
+                    lines.append(f"{where}['grid'][{method!r}]: {exc.args[0]}")
+                    break
+                errors = sorted(sub.iter_errors(merged), key=lambda e: list(e.absolute_path))
+                for e in errors:
+                    path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path)
+                    lines.append(f"{where}['grid'][{method!r}], point {k} {point}{path}: {e.message}")
+                if errors:
+                    break
+    return lines

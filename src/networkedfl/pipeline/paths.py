@@ -49,6 +49,10 @@ class Paths:
     def raw(self, target: str = "{target}", setting: str = "{setting}", seed: str | int = "{seed}") -> str:
         return str(self.results / "raw" / target / setting / f"seed-{seed}.csv")
 
+    def tuning(self, target: str = "{target}", setting: str = "{setting}", point: str | int = "{point}") -> str:
+        """One grid point of a method's tuning (see :mod:`networkedfl.experiments.tuning`)."""
+        return str(self.results / "tuning" / target / setting / f"point-{point}.csv")
+
     def table(self, target: str = "{target}") -> str:
         return str(self.results / "tables" / f"{target}.csv")
 

@@ -11,6 +11,14 @@ from typing import Any
 import pandas as pd
 
 from ..experiments import get_experiment
+from ..experiments.tuning import (
+    evaluate_point,
+    for_setting,
+    grid_points,
+    point_spec,
+    tuned_params,
+    tuning_rows,
+)
 from ..experiments.variants import (
     VARIANT_COLUMN,
     join_setting,
@@ -20,7 +28,19 @@ from ..experiments.variants import (
     variant_params,
 )
 
-__all__ = ["collect_tables", "evaluate_claims", "job_inputs", "job_settings", "run_job", "seeds"]
+__all__ = [
+    "collect_tables",
+    "evaluate_claims",
+    "job_inputs",
+    "job_params",
+    "job_settings",
+    "run_job",
+    "run_tuning_job",
+    "seeds",
+    "tuning_jobs",
+    "tuning_spec",
+    "tuning_table",
+]
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +83,9 @@ def _missing(inputs: Mapping[str, str | list[str]]) -> list[str]:
     return [p for p in paths if not Path(p).is_file()]
 
 
-def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
-            inputs: Mapping[str, str | list[str]] | None = None) -> pd.DataFrame:
-    """Run one job of ``target`` and return its tidy records.
-
-    ``inputs`` are the job's input files by name; by default the target's declared inputs
-    below the current directory (see :func:`job_inputs`), which must exist.
-    """
+def _job_context(config: Mapping[str, Any], target: str, setting: str,
+                 inputs: Mapping[str, str | list[str]] | None) -> tuple[Any, str | None, str, dict, dict]:
+    """Experiment, variant, own setting, variant parameters and run keywords of a job."""
     experiment = get_experiment(target)
     settings = job_settings(config, target)
     if setting not in settings:
@@ -85,12 +101,88 @@ def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
                 f"{target} reads files that do not exist: {', '.join(missing)} "
                 f"(the pipeline builds them, e.g. `snakemake {target}`)")
         extra["inputs"] = inputs
+    return experiment, variant, own_setting, params, extra
+
+
+def job_params(config: Mapping[str, Any], target: str, setting: str) -> dict[str, Any]:
+    """The target's parameters as the jobs of ``setting`` see them (only its own method's
+    tuning grid; :func:`~networkedfl.experiments.tuning.for_setting`)."""
+    params = config["experiments"][target]
+    variant, own = split_setting(params, setting)
+    return for_setting(params, own)
+
+
+def tuning_jobs(config: Mapping[str, Any], target: str) -> list[tuple[str, int]]:
+    """``(setting, point)`` of every tuning job of ``target`` (none without a tuning grid)."""
+    params = config["experiments"][target]
+    jobs = []
+    for setting in job_settings(config, target):
+        variant, own = split_setting(params, setting)
+        jobs += [(setting, k) for k in range(len(grid_points(variant_params(params, variant), own)))]
+    return jobs
+
+
+def tuning_spec(config: Mapping[str, Any], target: str, setting: str, point: int) -> dict[str, Any]:
+    """What one tuning job depends on (:func:`~networkedfl.experiments.tuning.point_spec`),
+    plus its ``variant`` and the experiment's own ``setting``."""
+    params = config["experiments"][target]
+    if setting not in job_settings(config, target):
+        raise ValueError(f"{target} has no setting {setting!r}; settings: {job_settings(config, target)}")
+    variant, own = split_setting(params, setting)
+    return {**point_spec(variant_params(params, variant), own, int(point)), "variant": variant, "setting": own}
+
+
+def run_tuning_job(target: str, spec: Mapping[str, Any], base_seed: int,
+                   inputs: Mapping[str, str | list[str]] | None = None) -> pd.DataFrame:
+    """One grid point of one method's tuning, from its :func:`tuning_spec`.
+
+    ``inputs`` as in :func:`run_job` (default: the files the tuning run's parameters name).
+    """
+    experiment = get_experiment(target)
+    extra: dict[str, Any] = {}
+    if experiment.inputs is not None:
+        inputs = dict(experiment.inputs(spec["params"])) if inputs is None else inputs
+        missing = _missing(inputs)
+        if missing:
+            raise FileNotFoundError(f"{target} reads files that do not exist: {', '.join(missing)}")
+        extra["inputs"] = inputs
+    start = time.perf_counter()
+    table = evaluate_point(experiment.run, spec, spec["setting"], int(base_seed), **extra)
+    log.info("tuned %s/%s point %s (%s): validation loss %s in %.1f s", target, spec["setting"],
+             spec["point"], spec["label"], ", ".join(f"{v:.6g}" for v in table["value"]),
+             time.perf_counter() - start)
+    return tag_variant(table, spec.get("variant"))
+
+
+def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
+            inputs: Mapping[str, str | list[str]] | None = None,
+            tuning: Sequence[pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Run one job of ``target`` and return its tidy records.
+
+    ``inputs`` are the job's input files by name; by default the target's declared inputs
+    below the current directory (see :func:`job_inputs`), which must exist.  ``tuning``:
+    the tables of the setting's tuning jobs when its method is tuned (the chosen point's
+    values replace the configured ones, :func:`~networkedfl.experiments.tuning.tuned_params`).
+    """
+    experiment, variant, own_setting, params, extra = _job_context(config, target, setting, inputs)
+    params = tuned_params(params, own_setting, tuning)
     start = time.perf_counter()
     log.info("running %s, setting %s, seed %s", target, setting, seed)
     table = tag_variant(experiment.run(params, own_setting, int(seed), int(config["seed"]), **extra), variant)
     log.info("finished %s/%s/seed-%s: %d rows in %.1f s", target, setting, seed, len(table),
              time.perf_counter() - start)
     return table
+
+
+def tuning_table(config: Mapping[str, Any], target: str,
+                 tables: Mapping[str, Sequence[pd.DataFrame]]) -> pd.DataFrame | None:
+    """The ``tuning_`` rows of ``target``'s table from its tuning jobs' tables by setting."""
+    params = config["experiments"][target]
+    parts = []
+    for setting, results in tables.items():
+        variant, own = split_setting(params, setting)
+        parts.append(tag_variant(tuning_rows(variant_params(params, variant), own, results), variant))
+    return pd.concat(parts, ignore_index=True) if parts else None
 
 
 def collect_tables(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:

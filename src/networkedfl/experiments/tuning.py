@@ -1,0 +1,273 @@
+"""The tuning protocol: every method of a comparison gets the same chance (issue 17).
+
+The graph-aware chapter publishes no code and no tuned values, so its comparisons are ours
+to make fair.  A target opts in with a ``tuning`` block in its parameters::
+
+    tuning:
+      validation_fraction: 0.2     # held out of every client's training data
+      seeds: [0]                   # repetitions whose instances the grid is evaluated on
+      overrides: {rounds: 10}      # parameters of the tuning runs only (optional)
+      grid:                        # per method: parameter (dotted path) -> candidate values
+        fedavg: {lr: [0.01, 0.1, 1.0]}
+        bigfl: {bigfl.lr_lower: [0.01, 0.1, 1.0], bigfl.lam: [0.01, 0.1, 1.0]}
+
+The protocol, the same for every method of the target:
+
+1. every point of the method's grid (the Cartesian product of its lists, in config order)
+   is one run of the experiment with the point's values, on ``1 - validation_fraction`` of
+   every client's training data, evaluated on the held-out rest: the target's test data are
+   never seen.  The run function receives ``validation_fraction`` in its parameters and then
+   records its loss metric under the name :data:`VALIDATION_METRIC` instead of the test loss;
+2. a point's score is its final-round validation loss, averaged over the tuning seeds;
+3. the chosen point has the lowest score among the finite ones (a diverged run scores
+   ``inf`` and is never chosen; ties go to the first point in grid order); if every point
+   diverged the target stops with an error naming the method;
+4. the target's runs use the chosen values, on the full training data.
+
+Each grid point is one pipeline job (:func:`point_spec`, :func:`evaluate_point`), cached like the others; a
+changed grid reruns only the changed points and the runs that read them.  The target's
+table gets rows whose ``metric`` starts with ``tuning_`` (:func:`tuning_rows`):
+``tuning_validation_loss`` for every point (``tuning_values`` names the point) and
+``tuning_chosen`` for every tuned parameter (``tuning_param``, its chosen value).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "TUNING_KEY",
+    "VALIDATION_METRIC",
+    "apply_overrides",
+    "evaluation_data",
+    "final_value",
+    "for_setting",
+    "grid_points",
+    "point_label",
+    "point_scores",
+    "evaluate_point",
+    "point_spec",
+    "select_point",
+    "split_clients",
+    "split_ragged",
+    "tuned_params",
+    "tuning_params",
+    "tuning_rows",
+    "tuning_seeds",
+]
+
+Params = Mapping[str, Any]
+
+TUNING_KEY = "tuning"
+#: The metric a run records on the held-out data when it receives ``validation_fraction``.
+VALIDATION_METRIC = "validation_loss"
+
+
+def _grid(params: Params, setting: str) -> Mapping[str, Sequence[Any]]:
+    return ((params.get(TUNING_KEY) or {}).get("grid") or {}).get(setting) or {}
+
+
+def grid_points(params: Params, setting: str) -> list[dict[str, Any]]:
+    """The points of ``setting``'s grid (empty when the method is not tuned).
+
+    The Cartesian product of the grid's value lists, the first parameter varying slowest.
+    """
+    grid = _grid(params, setting)
+    if not grid:
+        return []
+    keys = list(grid)
+    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def point_label(point: Mapping[str, Any]) -> str:
+    """``"lr=0.1, bigfl.lam=1"``: a grid point as it appears in the table."""
+    return ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool)
+                     else f"{k}={v}" for k, v in point.items())
+
+
+def apply_overrides(params: Params, overrides: Mapping[str, Any], *, where: str = "tuning") -> dict[str, Any]:
+    """A deep copy of ``params`` with every dotted path of ``overrides`` set.
+
+    The parent of every path must exist and be a mapping (``bigfl.lam`` needs a ``bigfl``
+    block); otherwise a :class:`KeyError` names the path and ``where``.
+    """
+    out = copy.deepcopy(dict(params))
+    for path, value in overrides.items():
+        node: Any = out
+        parts = str(path).split(".")
+        for i, part in enumerate(parts[:-1]):
+            if not isinstance(node.get(part), Mapping):
+                raise KeyError(f"{where}: parameter {path!r} does not exist "
+                               f"({'.'.join(parts[:i + 1])!r} is not a parameter block)")
+            node[part] = dict(node[part])
+            node = node[part]
+        node[parts[-1]] = value
+    return out
+
+
+def for_setting(params: Params, setting: str) -> dict[str, Any]:
+    """``params`` as one job of ``setting`` sees them: the tuning grid holds its own method
+    only, so editing another method's grid does not change (nor rerun) the job."""
+    spec = params.get(TUNING_KEY)
+    if not spec:
+        return dict(params)
+    grid = {k: v for k, v in (spec.get("grid") or {}).items() if k == setting}
+    return {**params, TUNING_KEY: {**spec, "grid": grid}}
+
+
+def tuning_seeds(params: Params) -> list[int]:
+    return [int(s) for s in (params.get(TUNING_KEY) or {}).get("seeds", [0])]
+
+
+def tuning_params(params: Params, setting: str, point: int) -> dict[str, Any]:
+    """The parameters of one tuning run: the target's, the ``overrides`` of the tuning
+    block, the grid point's values and ``validation_fraction`` (``tuning`` removed)."""
+    spec = params.get(TUNING_KEY) or {}
+    points = grid_points(params, setting)
+    if not 0 <= point < len(points):
+        raise ValueError(f"{setting} has {len(points)} tuning points, not a point {point}")
+    base = {k: v for k, v in params.items() if k != TUNING_KEY}
+    run = apply_overrides(base, spec.get("overrides") or {}, where=f"tuning.overrides of {setting}")
+    run = apply_overrides(run, points[point], where=f"tuning.grid.{setting}")
+    run["validation_fraction"] = float(spec["validation_fraction"])
+    return run
+
+
+def final_value(table: pd.DataFrame, metric: str = VALIDATION_METRIC) -> float:
+    """The last round's value of ``metric`` (``inf`` when missing or not finite)."""
+    rows = table[table["metric"] == metric]
+    if "domain" in rows:  # per-client rows carry a domain; the average has none
+        rows = rows[rows["domain"].isna()]
+    if rows.empty:
+        return math.inf
+    value = float(rows.loc[rows["round"].astype(float).idxmax(), "value"])
+    return value if math.isfinite(value) else math.inf
+
+
+def point_scores(tables: Iterable[pd.DataFrame]) -> pd.Series:
+    """Score of every point: mean over tuning seeds of its final validation loss."""
+    rows = pd.concat(list(tables), ignore_index=True)
+    rows = rows[rows["metric"] == "tuning_validation_loss"]
+    return rows.groupby("tuning_point")["value"].mean().sort_index()
+
+
+def select_point(params: Params, setting: str, tables: Iterable[pd.DataFrame]) -> int:
+    """The chosen point of ``setting`` (lowest finite score, the first on ties)."""
+    scores = point_scores(tables)
+    expected = len(grid_points(params, setting))
+    if sorted(scores.index.astype(int)) != list(range(expected)):
+        raise ValueError(f"{setting}: tuning results cover points {sorted(scores.index.astype(int))}, "
+                         f"but the grid has {expected} (rerun its tuning jobs)")
+    finite = scores[scores.map(math.isfinite)]
+    if finite.empty:
+        raise ValueError(f"{setting}: every point of its tuning grid diverged "
+                         f"({len(scores)} points): widen tuning.grid.{setting}")
+    return int(finite.idxmin())
+
+
+def tuned_params(params: Params, setting: str, tables: Iterable[pd.DataFrame] | None) -> dict[str, Any]:
+    """``params`` with the chosen point of ``setting`` applied (unchanged when untuned)."""
+    if not grid_points(params, setting):
+        return dict(params)
+    if tables is None:
+        raise ValueError(f"{setting} is tuned (tuning.grid.{setting}) but no tuning results were given")
+    chosen = grid_points(params, setting)[select_point(params, setting, tables)]
+    return apply_overrides(params, chosen, where=f"tuning.grid.{setting}")
+
+
+def tuning_rows(params: Params, setting: str, tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The table rows of one method's tuning: every point's score and the chosen values."""
+    points = grid_points(params, setting)
+    scores = point_scores(tables)
+    chosen = select_point(params, setting, tables)
+    method = str(pd.concat(list(tables))["method"].iloc[0])
+    rows = [{"method": method, "tuning_point": k, "tuning_values": point_label(points[k]),
+             "tuning_param": None, "metric": "tuning_validation_loss", "value": float(scores[k])}
+            for k in range(len(points))]
+    rows += [{"method": method, "tuning_point": chosen, "tuning_values": point_label(points[chosen]),
+              "tuning_param": name, "metric": "tuning_chosen", "value": float(value)}
+             for name, value in points[chosen].items()]
+    return pd.DataFrame.from_records(rows)
+
+
+def point_spec(params: Params, setting: str, point: int) -> dict[str, Any]:
+    """Everything one tuning job depends on (its run parameters, seeds and point label).
+
+    The pipeline passes this, not the target's whole parameters, to the job, so editing
+    another method's grid, the repetitions or the method list does not rerun it.
+    """
+    return {"params": tuning_params(params, setting, point), "seeds": tuning_seeds(params),
+            "point": int(point), "label": point_label(grid_points(params, setting)[point])}
+
+
+def evaluate_point(run: Any, spec: Mapping[str, Any], setting: str, base_seed: int,
+                   **extra: Any) -> pd.DataFrame:
+    """Run one tuning job (a :func:`point_spec`) on every tuning seed; one row per seed.
+
+    ``run`` is the experiment's run function; rows: ``method``, ``tuning_point``,
+    ``tuning_values``, ``seed``, ``metric`` (``tuning_validation_loss``), ``value`` (the
+    final validation loss, ``inf`` if the run diverged).
+    """
+    rows = []
+    for seed in spec["seeds"]:
+        table = run(spec["params"], setting, int(seed), base_seed, **extra)
+        method = str(table["method"].iloc[0]) if "method" in table and len(table) else setting
+        rows.append({"method": method, "tuning_point": int(spec["point"]), "tuning_values": spec["label"],
+                     "seed": int(seed), "metric": "tuning_validation_loss", "value": final_value(table)})
+    return pd.DataFrame.from_records(rows)
+
+
+def _held_out(fraction: float, m: int) -> int:
+    k = int(round(float(fraction) * m))
+    if not 0 < k < m:
+        raise ValueError(f"validation_fraction {fraction} holds out {k} of {m} samples: need 1..{m - 1}")
+    return k
+
+
+def split_clients(rng: Any, fraction: float, *arrays: Any) -> tuple[list[Any], list[Any]]:
+    """Hold out ``round(fraction * m)`` random samples of every client.
+
+    ``arrays`` are ``(n, m, ...)`` per-client samples (the same ``m`` for every client);
+    returns ``(train, validation)``, each a list of the arrays restricted to the kept and
+    held-out samples (every client's own random subset, one draw for all arrays).
+    """
+    n, m = arrays[0].shape[:2]
+    k = _held_out(fraction, m)
+    order = rng.random((n, m)).argsort(axis=1)
+
+    def take(a: Any, idx: Any) -> Any:
+        return np.take_along_axis(a, idx.reshape(n, -1, *([1] * (a.ndim - 2))), axis=1)
+
+    return [take(a, order[:, k:]) for a in arrays], [take(a, order[:, :k]) for a in arrays]
+
+
+def evaluation_data(params: Params, rng: Any, x_train: Any, y_train: Any, x_test: Any,
+                    y_test: Any) -> tuple[Any, Any, Any, Any, str]:
+    """``(x_train, y_train, x_eval, y_eval, metric)`` of a run: the test data and
+    ``"test_loss"``, or with ``validation_fraction`` in ``params`` the held-out part of the
+    training data (:func:`split_clients`, drawn from ``rng``) and :data:`VALIDATION_METRIC`."""
+    if params.get("validation_fraction") is None:
+        return x_train, y_train, x_test, y_test, "test_loss"
+    (x_train, y_train), (x_eval, y_eval) = split_clients(rng, params["validation_fraction"], x_train, y_train)
+    return x_train, y_train, x_eval, y_eval, VALIDATION_METRIC
+
+
+def split_ragged(rng: Any, fraction: float, blocks: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """:func:`split_clients` for clients of different sizes: ``blocks[i]`` is client ``i``'s
+    ``(m_i, ...)`` array; every client holds out ``round(fraction * m_i)`` random rows (their
+    original order kept)."""
+    train, valid = [], []
+    for block in blocks:  # data assembly, once per job
+        k = _held_out(fraction, len(block))
+        held = np.zeros(len(block), dtype=bool)
+        held[rng.permutation(len(block))[:k]] = True
+        train.append(block[~held])
+        valid.append(block[held])
+    return train, valid

@@ -1,0 +1,55 @@
+"""The chapter's figure helpers: references drawn as references, tuning shown as chosen."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from networkedfl.experiments import graph_aware_figures as figures  # noqa: E402
+
+
+@pytest.fixture
+def table():
+    rows = []
+    for seed in (0, 1):
+        for r in range(4):
+            rows.append({"method": "FedAvg", "round": r, "metric": "test_loss", "value": 4 - r + seed, "seed": seed})
+            rows.append({"method": "Oracle", "round": r, "metric": "test_loss", "value": 3 - r, "seed": seed})
+        rows += [{"method": "Predict the mean", "round": r, "metric": "test_loss", "value": 5.0, "seed": seed}
+                 for r in (0, 3)]
+    rows.append({"method": "FedAvg", "round": 3, "domain": "books", "metric": "test_loss", "value": 99.0, "seed": 0})
+    rows += [{"method": "FedAvg", "tuning_point": k, "tuning_values": f"lr={v}", "metric": "tuning_validation_loss",
+              "value": loss} for k, (v, loss) in enumerate([(0.1, 2.0), (1.0, 1.0), (10.0, np.inf)])]
+    rows.append({"method": "FedAvg", "tuning_point": 1, "tuning_values": "lr=1.0", "tuning_param": "lr",
+                 "metric": "tuning_chosen", "value": 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_curves_draw_methods_with_bands_and_the_mean_as_a_horizontal_line(table):
+    fig, ax = plt.subplots()
+    drawn = figures.plot_method_curves(ax, table, "test_loss")
+    assert drawn == ["FedAvg", "Oracle", "Predict the mean"]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["FedAvg"].get_ydata(), [4.5, 3.5, 2.5, 1.5])  # per-domain row ignored
+    assert lines["Oracle"].get_linestyle() == "--"
+    mean = lines["Predict the mean"]
+    assert list(mean.get_xdata()) == [0, 1] and list(mean.get_ydata()) == [5.0, 5.0]  # axhline
+    assert len(ax.collections) == 1  # a band for the method only, none for the references
+    plt.close(fig)
+
+
+def test_final_losses_sort_by_the_final_mean(table):
+    out = figures.final_losses(table)
+    assert list(out.index) == ["Oracle", "FedAvg", "Predict the mean"]
+    assert out.loc["FedAvg", "final"] == 1.5 and out.loc["FedAvg", "round 0"] == 4.5
+    assert out.loc["FedAvg", "seeds"] == 2 and out.loc["FedAvg", "final std"] == pytest.approx(np.sqrt(0.5))
+
+
+def test_tuning_summary_marks_the_chosen_point(table):
+    out = figures.tuning_summary(table)
+    assert list(out["grid point"]) == ["lr=0.1", "lr=1.0", "lr=10.0"]
+    assert list(out["chosen"]) == [False, True, False]
+    assert figures.tuning_summary(table[~table["metric"].str.startswith("tuning_")]).empty
