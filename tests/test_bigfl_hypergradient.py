@@ -9,6 +9,7 @@ negatives (``n_negatives >= n``), so the negative term is the exact expectation 
 """
 
 import functools
+import itertools
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ import torch
 
 from networkedfl.algorithms.bigfl import (
     Embedding,
+    all_negatives,
     bigfl,
     hypergradient,
     lower_gradients,
@@ -139,6 +141,27 @@ def test_exact_and_neumann_hypergradients_match_finite_differences_of_the_ul_obj
     assert float((partial - fd).norm()) > 0.05 * float(fd.norm())
 
 
+@pytest.mark.parametrize("inverse", ["exact", "neumann"])
+def test_hypergradient_matches_directional_finite_differences_of_the_ul_objective(problem, inverse):
+    """<(10.20), V> = d/ds l(phi0 + s V) at s = 0 (central differences through theta*) along
+    random directions V, for the dense inverse and for a converged Neumann series."""
+    if inverse == "exact":
+        grad, _ = problem.hyper(problem.theta0, problem.phi0, inverse="exact")
+    else:
+        jac = torch.func.jacrev(lambda th: problem.game(th, problem.phi0))(problem.theta0)
+        eig = torch.linalg.eigvals(jac.reshape(N * problem.p, N * problem.p)).real
+        eta = 1.0 / float(eig.max())
+        terms = int(np.ceil(np.log(1e-10) / np.log(1.0 - eta * float(eig.min()))))
+        grad, _ = problem.hyper(problem.theta0, problem.phi0, neumann_terms=terms, neumann_scale=eta)
+    gen = torch.Generator().manual_seed(7)
+    h = 1e-5
+    for _ in range(3):
+        v = torch.randn(problem.d, problem.d, generator=gen, dtype=DT)
+        v /= v.norm()
+        fd = (problem.ell(problem.phi0 + h * v) - problem.ell(problem.phi0 - h * v)) / (2 * h)
+        assert float((grad * v).sum()) == pytest.approx(fd, rel=1e-5, abs=1e-9)
+
+
 def test_one_upper_level_step_decreases_the_ul_objective(problem):
     """phi - alpha * (10.20) at the LL equilibrium lowers l(phi) by ~ alpha ||grad l||^2."""
     grad, _ = problem.hyper(problem.theta0, problem.phi0, inverse="exact")
@@ -187,3 +210,52 @@ def test_recorded_upper_loss_is_the_ul_loss_at_the_lower_level_iterate():
     assert recorded[-1] == pytest.approx(at_end, abs=1e-9)   # phi^39 = phi^40 up to 1e-12 steps
     assert float(np.ptp(recorded)) > 1e-2                     # it moves with theta^t ...
     assert float(torch.linalg.norm(res.phi - eye)) < 1e-9     # ... while phi (and l(phi)) stays
+
+
+def test_all_negatives_give_the_expectation_of_the_sampled_ul_loss():
+    """upper_loss with :func:`all_negatives` = the mean of upper_loss over every draw of
+    ``negative_samples`` (uniform k-subsets of the non-neighbours, independent per node)."""
+    n, k = 6, 2
+    graph = ring(n)
+    prop = normalized_adjacency(graph)
+    neighbours = torch.as_tensor(graph.adjacency.toarray() > 0).to(DT)
+    gen = torch.Generator().manual_seed(4)
+    u = torch.randn(n, 3, generator=gen, dtype=DT)
+    phi = torch.eye(3, dtype=DT) + 0.3 * torch.randn(3, 3, generator=gen, dtype=DT)
+    idx, w = all_negatives(neighbours)
+    assert torch.equal(w, 1.0 - neighbours - torch.eye(n, dtype=DT))
+    subsets = [list(itertools.combinations(np.flatnonzero(w[i].numpy()), k)) for i in range(n)]
+    draws = [upper_loss(phi, u, prop, neighbours, torch.tensor(choice), torch.ones(n, k, dtype=DT), 0.3)
+             for choice in itertools.product(*subsets)]
+    expected = float(torch.stack(draws).mean())
+    assert float(upper_loss(phi, u, prop, neighbours, idx, w, 0.3)) == pytest.approx(expected, rel=1e-13)
+    assert float(torch.stack(draws).std()) > 1e-3          # the draws differ: sampling noise
+
+
+def test_bigfl_history_diagnostics_isolate_the_upper_level_step():
+    """``upper_step_decrease`` = f(phi^t, theta^{t+1}) - f(phi^{t+1}, theta^{t+1}) with the
+    round's negatives: with the partial gradient as (10.20) (``neumann_scale=0``) it is
+    alpha ||grad||^2 to first order, positive every round; ``upper_loss_full`` and
+    ``upper_loss_identity`` are (10.14) at phi^{t+1} and at I with every non-neighbour a
+    negative."""
+    prob = make_problem(False)
+    init = prob.model.initial_params(torch.Generator().manual_seed(3), dtype=DT)
+    alpha = 1e-3
+    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr_lower=0.1,
+                lr_upper=alpha, batch_size=4, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
+                n_negatives=1, neumann_scale=0.0, init=init, generator=0)
+    h = {key: np.array([row[key] for row in res.history])
+         for key in ("upper_loss", "upper_step_decrease", "upper_loss_full", "upper_loss_identity",
+                     "hypergradient_norm", "phi_distance")}
+    assert h["phi_distance"][0] == pytest.approx(alpha * h["hypergradient_norm"][0], rel=1e-12)
+    assert np.all(h["upper_step_decrease"] > 0)
+    np.testing.assert_allclose(h["upper_step_decrease"], alpha * h["hypergradient_norm"] ** 2, rtol=2e-2)
+    everything = all_negatives(prob.neighbours)
+    last = res.client_params
+    assert h["upper_loss_full"][-1] == pytest.approx(
+        float(upper_loss(res.phi, last, prob.prop, prob.neighbours, *everything, LAM_UPPER)), rel=1e-13)
+    eye = torch.eye(prob.d, dtype=DT)
+    assert h["upper_loss_identity"][-1] == pytest.approx(
+        float(upper_loss(eye, last, prob.prop, prob.neighbours, *everything, LAM_UPPER)), rel=1e-13)
+    # one sampled non-neighbour of two: the recorded loss carries sampling noise the full one has not
+    assert not np.allclose(h["upper_loss"], h["upper_loss_full"], rtol=0, atol=1e-6)
