@@ -53,3 +53,20 @@ def test_tuning_summary_marks_the_chosen_point(table):
     assert list(out["grid point"]) == ["lr=0.1", "lr=1.0", "lr=10.0"]
     assert list(out["chosen"]) == [False, True, False]
     assert figures.tuning_summary(table[~table["metric"].str.startswith("tuning_")]).empty
+
+
+def test_upper_level_gain_is_the_phi_minus_identity_loss_per_round():
+    from networkedfl.experiments.graph_aware import upper_level_claims
+
+    rows = [{"method": "BiG-FL", "seed": s, "round": r, "metric": m, "value": v}
+            for s in (0, 1) for r in (1, 2, 3)
+            for m, v in (("upper_loss_full", 1.0 - 0.1 * r * (s + 1)), ("upper_loss_identity", 1.0))]
+    table = pd.DataFrame(rows)
+    fig, ax = plt.subplots()
+    gain = figures.plot_upper_level_gain(ax, table)
+    np.testing.assert_allclose(gain.to_numpy(), [-0.15, -0.3, -0.45])
+    assert upper_level_claims(table)[0].passed
+    rising = table.assign(value=np.where(table["metric"] == "upper_loss_full", 1.0 + 0.1 * table["round"], 1.0))
+    assert not upper_level_claims(rising)[0].passed
+    assert upper_level_claims(table[table["metric"] == "test_loss"]) == []
+    plt.close(fig)

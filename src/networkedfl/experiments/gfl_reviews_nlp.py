@@ -52,6 +52,7 @@ from ..text import (
 )
 from .claims import LOCAL, MEAN, REFERENCES, reference_claims
 from .gfl_reviews import corpus_inputs
+from .graph_aware import DIAGNOSTICS
 from .registry import Claim, rng_for
 from .tuning import VALIDATION_METRIC, split_ragged
 
@@ -423,7 +424,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
                        neumann_terms=int(spec["neumann_terms"]), embedding=projection, init=init,
                        **common)
     for row in result.history:
-        for metric in ("upper_loss", "phi_distance", "consensus_distance"):
+        for metric in DIAGNOSTICS:
             if metric in row:
                 add(int(row["round"]), metric, row[metric])
     if setting == "fesem":  # the last E-step: which centre every domain follows

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .claims import LOCAL, MEAN, ORACLE, REFERENCES
 
-__all__ = ["COLOURS", "final_losses", "plot_method_curves", "tuning_summary"]
+__all__ = ["COLOURS", "final_losses", "plot_method_curves", "plot_upper_level_gain", "tuning_summary"]
 
 #: Colour of every method and reference in the chapter's figures.
 COLOURS = {"FedAvg": "tab:blue", "DFL-SGD": "tab:orange", "DFL-GT": "tab:green", "FeSEM": "tab:purple",
@@ -55,6 +55,19 @@ def plot_method_curves(ax: Any, table: pd.DataFrame, metric: str = "test_loss", 
                             linewidth=0)
     ax.set_xlabel(xlabel)
     return order
+
+
+def plot_upper_level_gain(ax: Any, table: pd.DataFrame) -> pd.Series:
+    """BiG-FL's UL gain per round (:func:`~.graph_aware.upper_level_gain`): how much the
+    learnt GNN layer lowers the UL loss (10.14) at the round's LL models; a zero line."""
+    from .graph_aware import upper_level_gain
+
+    gain = upper_level_gain(table)
+    ax.plot(gain.index, gain.to_numpy(), color=COLOURS["BiG-FL"], label="BiG-FL")
+    ax.axhline(0.0, color="tab:gray", linewidth=0.8)
+    ax.set_xlabel("communication round")
+    ax.set_ylabel(r"$f(\varphi^t, \Theta^t) - f(I, \Theta^t)$")
+    return gain
 
 
 def final_losses(table: pd.DataFrame, metric: str = "test_loss") -> pd.DataFrame:
