@@ -190,8 +190,23 @@ def test_validation_runs_hold_out_training_samples_and_never_read_the_test_data(
     assert not np.isfinite(test[test["metric"] == "test_loss"]["value"].iloc[-1])  # the test path reads them
 
 
-def test_oracle_reference_trains_within_the_true_components(test_config):
-    """The cluster oracle's clients of one mixture component hold one model; local's all differ."""
+def test_oracle_trains_on_its_test_nodes_own_distribution(test_config):
+    """The oracle knows W_i^test: its samples are the test node's noiseless linear map,
+    scaled exactly like the instance's data (so its models are scored on the same scale)."""
+    params = test_config["experiments"][SYNTHETIC_ID]
+    inst = synthetic_instance(params["synthetic"], 0, 3)
+    x, y = inst.test_distribution_sample(np.random.default_rng(5), 7)
+    assert x.shape == (inst.x_test.shape[0], 7, inst.x_test.shape[2])
+    raw = np.einsum("nmr,nrc->nmc", x * inst.input_scale, inst.graphs.w_test)
+    np.testing.assert_allclose(y, (raw - inst.target_mean) / inst.target_std, rtol=1e-10, atol=1e-10)
+    assert np.abs(x).max() <= 1.0  # inputs divided by the range bound, as the instance's
+    # the instance's own test data obey the same map
+    raw_test = np.einsum("nmr,nrc->nmc", inst.x_test * inst.input_scale, inst.graphs.w_test)
+    np.testing.assert_allclose(inst.y_test, (raw_test - inst.target_mean) / inst.target_std, atol=1e-10)
+
+
+def test_cluster_oracle_reference_trains_within_the_true_components(test_config):
+    """The cluster oracle's clients of one mixture component hold one model."""
     from networkedfl.experiments.graph_aware import run_synthetic
 
     params = test_config["experiments"][SYNTHETIC_ID]
@@ -208,7 +223,7 @@ def test_oracle_reference_trains_within_the_true_components(test_config):
     import unittest.mock as mock
 
     with mock.patch.object(fs, "fedavg_steps", spy):
-        run_synthetic(params, "oracle", 0, 3, experiment_id=SYNTHETIC_ID)
+        run_synthetic(params, "cluster_oracle", 0, 3, experiment_id=SYNTHETIC_ID)
     groups, models = captured[False]
     comps = synthetic_instance(params["synthetic"], 0, 3).graphs.components
     np.testing.assert_array_equal(groups, comps)

@@ -193,6 +193,13 @@ def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, bu
     assert "| result | quantity | published |" in ablation and "loss_scale → paper" in ablation
     mnist = (built / "docs" / "gallery" / "gtv_quirk_ablation_mnist.md").read_text()
     assert "methods.primal_dual.prox_scale → paper" in mnist and "validation accuracy" in mnist
+    claims = (built / "docs" / "gallery" / "claims.md").read_text()
+    for target in figures:  # every claim with what was measured
+        entries = json.loads((built / "results" / "claims" / f"{target}.json").read_text())
+        assert f"## `{target}`" in claims
+        assert all(e["detail"].replace("|", "\\|").replace("\n", " ") in claims for e in entries), target
+    tuning = (built / "docs" / "gallery" / "tuning.md").read_text()
+    assert all(f"## `{t}`" in tuning for t in TUNED) and "**chosen**" in tuning
 
 
 def test_lint_is_clean(repo, tmp_path):

@@ -153,6 +153,11 @@ def gallery_ablations():
     return [t for t in ABLATIONS if t in gallery_targets()]
 
 
+def gallery_tuned():
+    """The selected figure targets with a tuning grid: the gallery lists their tuning."""
+    return [t for t in gallery_targets() if tuning_jobs(config, t)]
+
+
 def all_outputs():
     """Every selected target's outputs, plus the claims summary and index when all are built."""
     outputs = [path for target in selected_targets() for path in target_outputs(target)]

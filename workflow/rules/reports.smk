@@ -138,8 +138,11 @@ rule gallery:
         claims=lambda wildcards: [PATHS.claims(t) for t in gallery_targets()],
         figures=lambda wildcards: [PATHS.figure(t, "png") for t in gallery_targets()],
         ablation=lambda wildcards: [PATHS.table(t) for t in gallery_ablations()],
+        tuned=lambda wildcards: [PATHS.table(t) for t in gallery_tuned()],
     output:
         page=PATHS.gallery("README.md"),
+        claims=PATHS.gallery("claims.md"),
+        tuning=PATHS.gallery("tuning.md"),
         images=[PATHS.gallery(f"{t}.png") for t in gallery_targets()],
         ablation=[PATHS.gallery(f"{t}.md") for t in gallery_ablations()],
     log:
@@ -148,6 +151,7 @@ rule gallery:
         CONDA_ENV
     params:
         targets=gallery_targets(),
+        tuned=gallery_tuned(),
     localrule: True
     script:
         "../scripts/render_gallery.py"

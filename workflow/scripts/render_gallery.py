@@ -10,7 +10,13 @@ import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from networkedfl.pipeline.io import atomic_write  # noqa: E402
-from networkedfl.pipeline.summary import ablation_markdown, gallery_markdown, summarize_claims  # noqa: E402
+from networkedfl.pipeline.summary import (  # noqa: E402
+    ablation_markdown,
+    claims_markdown,
+    gallery_markdown,
+    summarize_claims,
+    tuning_markdown,
+)
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
 for source, image in zip(snakemake.input.figures, snakemake.output.images, strict=True):  # noqa: F821
@@ -20,6 +26,12 @@ claims = {target: json.loads(Path(path).read_text(encoding="utf-8"))
 page = ("# Gallery\n\nThe figures of the default configuration, as `snakemake --cores 1 gallery` "
         "copies them from `results/figures/`.\n\n" + gallery_markdown(summarize_claims(claims)))
 atomic_write(snakemake.output.page, lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))  # noqa: F821
+text = claims_markdown(claims)
+atomic_write(snakemake.output.claims, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))  # noqa: F821
+tuned = {target: pd.read_csv(path) for target, path in zip(snakemake.params.tuned, snakemake.input.tuned,  # noqa: F821
+                                                            strict=True)}
+text = tuning_markdown(tuned)
+atomic_write(snakemake.output.tuning, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))  # noqa: F821
 for table, out in zip(snakemake.input.ablation, snakemake.output.ablation, strict=True):  # noqa: F821
     text = ablation_markdown(pd.read_csv(table))
     atomic_write(out, lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8"))

@@ -9,7 +9,7 @@ import pandas as pd
 
 from .registry import Claim
 
-__all__ = ["LOCAL", "MEAN", "ORACLE", "REFERENCES", "check_all", "mean_over_seeds", "reference_claims",
+__all__ = ["CLUSTER_ORACLE", "LOCAL", "MEAN", "ORACLE", "REFERENCES", "check_all", "mean_over_seeds", "reference_claims",
            "strictly_increasing"]
 
 
@@ -44,8 +44,8 @@ def check_all(text: str, cases: dict[str, bool], details: dict[str, str] | None 
 
 
 #: Display names of the reference bounds in every comparison of the chapter (issue 17).
-LOCAL, ORACLE, MEAN = "Local", "Oracle", "Predict the mean"
-REFERENCES = (LOCAL, ORACLE, MEAN)
+LOCAL, ORACLE, MEAN, CLUSTER_ORACLE = "Local", "Oracle", "Predict the mean", "Cluster oracle"
+REFERENCES = (LOCAL, ORACLE, MEAN, CLUSTER_ORACLE)
 
 
 def reference_claims(final: pd.Series, *, oracle: str | None = ORACLE) -> list[Claim]:
@@ -61,7 +61,8 @@ def reference_claims(final: pd.Series, *, oracle: str | None = ORACLE) -> list[C
     if MEAN in final.index:
         claims.append(check_all(
             "[reference] every method ends below the predict-the-mean loss",
-            {m: bool(final[m] < final[MEAN]) for m in [*methods, *(r for r in (LOCAL, oracle) if r in final.index)]},
+            {m: bool(final[m] < final[MEAN]) for m in [*methods, *(r for r in (LOCAL, oracle, CLUSTER_ORACLE)
+                                                                      if r in final.index)]},
             {m: f"{final[m]:.4g} vs {final[MEAN]:.4g}" for m in final.index if m != MEAN}))
     if oracle is not None and oracle in final.index:
         claims.append(check_all(

@@ -33,7 +33,7 @@ from ..gfl_data import (
     node_regression_data,
 )
 from ..graphs import EmpiricalGraph, ring
-from .claims import LOCAL, MEAN, ORACLE, REFERENCES, check_all, reference_claims
+from .claims import CLUSTER_ORACLE, LOCAL, MEAN, ORACLE, REFERENCES, check_all, reference_claims
 from .registry import Claim, rng_for
 from .tuning import evaluation_data
 
@@ -69,7 +69,8 @@ SYNTHETIC_ID = "gfl_fig10_3_synthetic"
 DIAGNOSTICS = ("upper_loss", "upper_loss_full", "upper_loss_identity", "upper_step_decrease",
                "hypergradient_norm", "phi_distance", "consensus_distance")
 METHOD_NAMES = {"fedavg": "FedAvg", "dfl_sgd": "DFL-SGD", "dfl_gt": "DFL-GT", "fesem": "FeSEM",
-                "bigfl": "BiG-FL", "local": LOCAL, "oracle": ORACLE, "mean": MEAN}
+                "bigfl": "BiG-FL", "local": LOCAL, "oracle": ORACLE, "mean": MEAN,
+                "cluster_oracle": CLUSTER_ORACLE}
 
 
 # ------------------------------------------------------------------------------- model
@@ -310,6 +311,16 @@ class SyntheticInstance:
     y_train: np.ndarray
     x_test: np.ndarray
     y_test: np.ndarray
+    input_scale: float = 1.0
+    target_mean: float = 0.0
+    target_std: float = 1.0
+    input_range: tuple[float, float] = (-1.0, 1.0)
+
+    def test_distribution_sample(self, rng: np.random.Generator, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+        """Fresh samples of every test node's own distribution (its ground-truth weights
+        ``W_i^test``), scaled like the instance's data: the oracle's training data."""
+        x, y = node_regression_data(rng, self.graphs.w_test, n_samples, self.input_range)
+        return x / self.input_scale, (y - self.target_mean) / self.target_std
 
 
 def synthetic_instance(spec: Params, seed: int, base_seed: int) -> SyntheticInstance:
@@ -325,7 +336,8 @@ def synthetic_instance(spec: Params, seed: int, base_seed: int) -> SyntheticInst
     xt, yt = node_regression_data(rng, hg.w_test, m, rng_in)
     scale = max(abs(float(v)) for v in rng_in)
     mu, sd = float(y.mean()), float(y.std())
-    return SyntheticInstance(hg, x / scale, (y - mu) / sd, xt / scale, (yt - mu) / sd)
+    return SyntheticInstance(hg, x / scale, (y - mu) / sd, xt / scale, (yt - mu) / sd, scale, mu, sd,
+                             (float(rng_in[0]), float(rng_in[1])))
 
 
 # ---------------------------------------------------------------- Fig. 10.3 (synthetic)
@@ -347,9 +359,13 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     Rand index of its final clusters against the mixture components).
 
     Reference bounds (issue 17): ``local`` (every client trains alone: FedAvg with each
-    client its own group), ``oracle`` (FedAvg within the true mixture components: each
-    client's model trained on its true cluster's pooled data) and ``mean`` (every client
-    predicts its own training targets' mean).  With ``validation_fraction`` every client
+    client its own group), ``oracle`` (every client knows its test node's ground-truth
+    weights ``W_i^test`` and trains alone on as many fresh samples of that node's
+    distribution as the others get: what the LL model can learn without the train/test
+    graph shift), ``cluster_oracle`` (FedAvg within the true mixture components: each
+    client's model trained on its true cluster's pooled data; not a bound here, since the
+    propagated weights differ within a component) and ``mean`` (every client predicts its
+    own training targets' mean).  With ``validation_fraction`` every client
     holds out that share of its training samples and the same loss on them is recorded
     as ``validation_loss`` (the tuning protocol, :mod:`~networkedfl.experiments.tuning`).
     """
@@ -363,9 +379,13 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     torch, dtype, device = _torch_setup(params)
     spec = params["synthetic"]
     inst = synthetic_instance(spec, seed, base_seed)
+    x_source, y_source = inst.x_train, inst.y_train
+    if setting == "oracle":  # knows its test node's weights: trains on that node's distribution
+        x_source, y_source = inst.test_distribution_sample(
+            rng_for(base_seed, experiment_id, seed, "oracle-data"), inst.x_train.shape[1])
     x_train, y_train, x_eval, y_eval, metric = evaluation_data(
         params, rng_for(base_seed, experiment_id, seed, "validation"),
-        inst.x_train, inst.y_train, inst.x_test, inst.y_test)
+        x_source, y_source, inst.x_test, inst.y_test)
     name = METHOD_NAMES[setting]
     records: list[dict[str, Any]] = []
 
@@ -405,8 +425,9 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
               "callback": lambda s: evaluate(s.round, s.client_params), "device": device,
               "dtype": dtype}
     graph, lr = inst.graphs.train_graph, float(params["lr"])
-    if setting in ("fedavg", "local", "oracle"):
-        groups = {"fedavg": None, "local": np.arange(n), "oracle": inst.graphs.components}[setting]
+    if setting in ("fedavg", "local", "oracle", "cluster_oracle"):
+        groups = {"fedavg": None, "local": np.arange(n), "oracle": np.arange(n),
+                  "cluster_oracle": inst.graphs.components}[setting]
         result = fedavg_steps(model, data, lr=lr, groups=groups, **common)
     elif setting in ("dfl_sgd", "dfl_gt"):
         run = dfl_sgd if setting == "dfl_sgd" else dfl_gt

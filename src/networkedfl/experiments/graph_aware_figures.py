@@ -13,14 +13,15 @@ from typing import Any
 
 import pandas as pd
 
-from .claims import LOCAL, MEAN, ORACLE, REFERENCES
+from .claims import CLUSTER_ORACLE, LOCAL, MEAN, ORACLE, REFERENCES
 
 __all__ = ["COLOURS", "final_losses", "plot_method_curves", "plot_upper_level_gain", "tuning_summary"]
 
 #: Colour of every method and reference in the chapter's figures.
 COLOURS = {"FedAvg": "tab:blue", "DFL-SGD": "tab:orange", "DFL-GT": "tab:green", "FeSEM": "tab:purple",
-           "BiG-FL": "tab:red", LOCAL: "tab:brown", ORACLE: "black", MEAN: "tab:gray"}
-_STYLES = {LOCAL: ":", ORACLE: "--"}
+           "BiG-FL": "tab:red", LOCAL: "tab:brown", ORACLE: "black", CLUSTER_ORACLE: "tab:olive",
+           MEAN: "tab:gray"}
+_STYLES = {LOCAL: ":", ORACLE: "--", CLUSTER_ORACLE: "--"}
 
 
 def _curve(rows: pd.DataFrame) -> pd.DataFrame:

@@ -205,3 +205,44 @@ def ablation_markdown(table: pd.DataFrame, metric: str = "label_mse") -> str:
         cells = [f"{row[s]:.3g}" if s in row and pd.notna(row[s]) else "" for s in switches]
         lines.append(f"| {name} | {quantity} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+    """Every target's claims as a Markdown page: per claim whether it holds and what was
+    measured (the claim's detail), per variant where the target has variants."""
+    lines = ["# Claims, as measured", "",
+             "Every claim of every figure in the gallery, evaluated on the default configuration's "
+             "tables (written by `snakemake --cores 1 gallery` from `results/claims/`; do not edit). "
+             "`[reference]` and `[diagnostic]` lines are checks of the comparison itself, not the "
+             "paper's claims (docs/tuning.md).", ""]
+    for target, entries in claims.items():
+        experiment = get_experiment(target)
+        held = sum(bool(c["passed"]) for c in entries)
+        lines += [f"## `{target}`: {experiment.source}", "", f"{held} of {len(entries)} hold.", "",
+                  "| holds | claim | measured |", "|---|---|---|"]
+        lines += [f"| {'yes' if c['passed'] else '**no**'} | {_cell(_claim_name(c))} | {_cell(c['detail'])} |"
+                  for c in entries]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def tuning_markdown(tables: Mapping[str, pd.DataFrame]) -> str:
+    """The tuning protocol's outcome per tuned target: every method's chosen values and
+    the validation loss of every grid point (``tuning_`` rows of the targets' tables)."""
+    lines = ["# Tuning, as run", "",
+             "Every grid point's final validation loss and the chosen point per method (mean over the "
+             "tuning seeds; `inf`: diverged), from the tuned targets' tables (written by "
+             "`snakemake --cores 1 gallery`; do not edit). The protocol: docs/tuning.md.", ""]
+    for target, table in tables.items():
+        rows = table[table["metric"] == "tuning_validation_loss"]
+        chosen = table[table["metric"] == "tuning_chosen"].groupby("method")["tuning_point"].first()
+        lines += [f"## `{target}`", "", "| method | grid point | validation loss | chosen |", "|---|---|---|---|"]
+        for r in rows.itertuples(index=False):
+            pick = "**chosen**" if chosen.get(r.method) == r.tuning_point else ""
+            lines.append(f"| {r.method} | {_cell(r.tuning_values)} | {r.value:.5g} | {pick} |")
+        lines.append("")
+    return "\n".join(lines)
