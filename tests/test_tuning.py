@@ -22,6 +22,7 @@ from networkedfl.experiments.tuning import (
 )
 
 PARAMS = {
+    "repetitions": 5,
     "methods": ["fedavg", "bigfl", "mean"],
     "lr": 0.5,
     "rounds": 30,
@@ -50,6 +51,7 @@ def test_tuning_run_params_apply_overrides_point_and_validation_and_leave_the_ta
     run = tuning_params(PARAMS, "bigfl", 3)
     assert run["lr"] == 1.0 and run["bigfl"] == {"lam": 1.0, "kappa": 0.01}
     assert run["rounds"] == 5 and run["validation_fraction"] == 0.25 and "tuning" not in run
+    assert run["methods"] == ["bigfl"] and "repetitions" not in run  # adding either reruns no tuning
     assert PARAMS["bigfl"]["lam"] == 0.1 and PARAMS["rounds"] == 30
     with pytest.raises(ValueError, match="6 tuning points"):
         tuning_params(PARAMS, "bigfl", 6)

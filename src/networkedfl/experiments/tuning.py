@@ -128,12 +128,19 @@ def tuning_seeds(params: Params) -> list[int]:
 
 def tuning_params(params: Params, setting: str, point: int) -> dict[str, Any]:
     """The parameters of one tuning run: the target's, the ``overrides`` of the tuning
-    block, the grid point's values and ``validation_fraction`` (``tuning`` removed)."""
+    block, the grid point's values and ``validation_fraction`` (``tuning`` and
+    ``repetitions`` removed; ``methods`` narrowed to ``setting`` when it is one of them, so
+    adding a method or a repetition to the target reruns no tuning job)."""
     spec = params.get(TUNING_KEY) or {}
     points = grid_points(params, setting)
     if not 0 <= point < len(points):
         raise ValueError(f"{setting} has {len(points)} tuning points, not a point {point}")
-    base = {k: v for k, v in params.items() if k != TUNING_KEY}
+    base = {k: v for k, v in params.items() if k not in (TUNING_KEY, "repetitions")}
+    methods = base.get("methods")
+    if isinstance(methods, Mapping) and setting in methods:  # the run's own method only, so
+        base["methods"] = {setting: methods[setting]}          # adding a method reruns no tuning
+    elif isinstance(methods, list) and setting in methods:
+        base["methods"] = [setting]
     run = apply_overrides(base, spec.get("overrides") or {}, where=f"tuning.overrides of {setting}")
     run = apply_overrides(run, points[point], where=f"tuning.grid.{setting}")
     run["validation_fraction"] = float(spec["validation_fraction"])
