@@ -346,3 +346,35 @@ def test_tree_and_linear_claims_read_the_table():
     table.loc[(table["d_over_m"] == 1.0) & (table["alpha"] == 0.05), "value"] = 0.6
     claims = dm_ratio_claims(table, {})
     assert not claims[0].passed and "alpha=0.05, d/m=1" in claims[0].detail
+
+
+def test_baselines_tuning_run_scores_fedrelax_on_validation_points_and_never_reads_true_weights(
+        test_config, monkeypatch):
+    """A tuning run of Fig. 1c (the target's own tuning parameters: FedRelax only, one grid
+    point's alpha, validation_fraction) records only FedRelax's ``validation_loss`` per
+    recorded iteration; the value does not move when the true weights (what the figure
+    plots against) are replaced by NaN, while the plotted path does read them."""
+    import dataclasses
+
+    import networkedfl.experiments.fedrelax as fr
+    from networkedfl.experiments.tuning import final_value, grid_points, tuning_params
+
+    target = "fedrelax_fig01c_baselines"
+    params = test_config["experiments"][target]
+    point = len(grid_points(params, "all")) - 1
+    run = tuning_params(params, "all", point)
+    first = fr.run_baselines(run, "all", 0, 3, experiment_id=target)
+    assert set(first["metric"]) == {"validation_loss"} and set(first["method"]) == {"fedrelax"}
+    assert set(first["alpha"]) == {grid_points(params, "all")[point]["alpha"]}
+    assert list(first["iteration"]) == list(range(0, params["n_iter"] + 1, params["record_every"]))
+    assert np.isfinite(first["value"]).all() and first["value"].iloc[-1] < first["value"].iloc[0]
+    assert final_value(first) == first["value"].iloc[-1]  # the protocol reads the last iteration
+
+    original = fr.make_data
+    monkeypatch.setattr(fr, "make_data", lambda *a, **k: dataclasses.replace(
+        original(*a, **k), true_weights=original(*a, **k).true_weights * np.nan))
+    again = fr.run_baselines(run, "all", 0, 3, experiment_id=target)
+    np.testing.assert_array_equal(first["value"].to_numpy(), again["value"].to_numpy())
+    plotted = fr.run_baselines({k: v for k, v in run.items() if k != "validation_fraction"}, "all", 0, 3,
+                               experiment_id=target)
+    assert set(plotted["metric"]) == {"weight_mse"} and plotted["value"].isna().all()

@@ -148,13 +148,15 @@ def tuning_params(params: Params, setting: str, point: int) -> dict[str, Any]:
 
 
 def final_value(table: pd.DataFrame, metric: str = VALIDATION_METRIC) -> float:
-    """The last round's value of ``metric`` (``inf`` when missing or not finite)."""
+    """The last round's value of ``metric`` (``inf`` when missing or not finite); the
+    round is the table's ``round`` column, or ``iteration`` where it has none (FedRelax)."""
     rows = table[table["metric"] == metric]
     if "domain" in rows:  # per-client rows carry a domain; the average has none
         rows = rows[rows["domain"].isna()]
     if rows.empty:
         return math.inf
-    value = float(rows.loc[rows["round"].astype(float).idxmax(), "value"])
+    step = "round" if "round" in rows else "iteration"
+    value = float(rows.loc[rows[step].astype(float).idxmax(), "value"])
     return value if math.isfinite(value) else math.inf
 
 

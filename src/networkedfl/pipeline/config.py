@@ -75,8 +75,11 @@ def load_config(
 
 
 def _tuning_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
-    """Validate every target's tuning grid: its methods are run by the target, and every
-    grid point's parameters (overrides and point applied) are as valid as the target's own."""
+    """Validate every target's tuning grid: its keys are settings (jobs) of the target (its
+    methods where every method is one job; ``all`` where one job runs every method), and
+    every grid point's parameters (overrides and point applied) are as valid as the
+    target's own."""
+    from ..experiments import get_experiment
     from ..experiments.tuning import TUNING_KEY, apply_overrides, grid_points
 
     targets = schema.get("properties", {}).get("experiments", {}).get("properties", {})
@@ -86,10 +89,15 @@ def _tuning_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list
             continue
         where = f"config['experiments'][{target!r}]['tuning']"
         spec = params[TUNING_KEY]
-        unknown = sorted(set(spec.get("grid") or {}) - set(params.get("methods") or []))
+        try:
+            settings = list(get_experiment(target).settings(params))
+        except (KeyError, TypeError, ValueError) as exc:  # a bad method list, named by the schema too
+            lines.append(f"{where}['grid']: the target's settings cannot be listed ({exc})")
+            continue
+        unknown = sorted(set(spec.get("grid") or {}) - set(settings))
         if unknown:
             lines.append(f"{where}['grid']: methods {unknown} are not in the target's methods "
-                         f"{list(params.get('methods') or [])}")
+                         f"(a grid is keyed by the target's job settings: {settings})")
         sub = jsonschema.Draft202012Validator({"$defs": schema.get("$defs", {}), **targets[target]})
         base = {k: v for k, v in params.items() if k != TUNING_KEY}
         for method in spec.get("grid") or {}:
