@@ -378,3 +378,36 @@ def test_baselines_tuning_run_scores_fedrelax_on_validation_points_and_never_rea
     plotted = fr.run_baselines({k: v for k, v in run.items() if k != "validation_fraction"}, "all", 0, 3,
                                experiment_id=target)
     assert set(plotted["metric"]) == {"weight_mse"} and plotted["value"].isna().all()
+
+
+def test_baselines_predict_the_mean_reference_is_the_zero_model(test_config):
+    """Fig. 1c's predict-the-mean reference: w = 0, whose MSE(w) (18) is the mean square of
+    the true weights; recorded at the first and last iteration, and every method must end
+    below it ([reference] claim)."""
+    import networkedfl.experiments.fedrelax as fr
+
+    target = "fedrelax_fig01c_baselines"
+    params = {**test_config["experiments"][target], "methods": ["mean", "local"]}
+    params.pop("tuning", None)
+    table = fr.run_baselines(params, "all", 0, 3, experiment_id=target)
+    mean = table[table["method"] == "mean"]
+    (d, sigma), = fr._points_of(params, "all")[:1]
+    truth = fr.make_data(params, d, sigma, fr.rng_for(3, target, 0, fr._key(d, sigma))).true_weights
+    np.testing.assert_allclose(mean["value"], np.mean(truth ** 2), rtol=1e-12)
+    assert list(mean["iteration"]) == [0, params["n_iter"]]
+    last = table["iteration"].max()
+    final = table[table["iteration"] == last].groupby("method")["value"].mean()
+    assert final["local"] < final["mean"]
+
+
+def test_baselines_reference_claim_fails_when_a_method_ends_above_the_mean():
+    from networkedfl.experiments.fedrelax import baselines_claims
+
+    finals = {"fedrelax": 0.5, "local": 0.9, "oracle": 0.1, "fedavg": 0.8, "ifca_correct": 0.15,
+              "ifca_incorrect": 0.7, "mean": 1.0}
+    table = pd.DataFrame([{"method": m, "metric": "weight_mse", "iteration": 10, "seed": 0, "value": v,
+                           "alpha": 0.05 if m == "fedrelax" else np.nan} for m, v in finals.items()])
+    claims = baselines_claims(table, {})
+    assert claims[0].claim.startswith("[reference]") and claims[0].passed
+    table.loc[table["method"] == "local", "value"] = 1.2
+    assert not baselines_claims(table, {})[0].passed

@@ -28,6 +28,7 @@ __all__ = [
 METHOD_LABELS = {
     "fedrelax": "FedRelax", "local": r"local ($\alpha$ = 0)", "oracle": "Oracle",
     "fedavg": "FedAvg", "ifca_correct": "IFCA correct", "ifca_incorrect": "IFCA incorrect",
+    "mean": "predict the mean (w = 0)",
 }
 AXIS = {
     "d_over_m": "d / m", "sigma": r"noise $\sigma$", "alpha": r"$\alpha$", "iteration": "iteration",
@@ -108,6 +109,10 @@ def plot_baselines(table: pd.DataFrame) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(6, 3.8))
     styles = {"oracle": "--", "ifca_correct": "-.", "ifca_incorrect": ":", "fedavg": "--"}
     for method in [m for m in METHOD_LABELS if m in set(rows["method"])]:
+        if method == "mean":  # a reference: a horizontal line
+            ax.axhline(float(rows[rows["method"] == method]["value"].mean()), color="tab:gray",
+                       ls="-.", lw=1.2, label=METHOD_LABELS[method])
+            continue
         _band(ax, rows[rows["method"] == method], METHOD_LABELS[method],
               ls=styles.get(method, "-"))
     _finish(ax, "iteration", "weight_mse")

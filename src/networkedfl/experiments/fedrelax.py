@@ -208,7 +208,7 @@ def run_linear_convergence(params: Params, setting: str, seed: int, base_seed: i
     return pd.DataFrame.from_records(records)
 
 
-BASELINE_METHODS = ("fedrelax", "local", "oracle", "fedavg", "ifca_correct", "ifca_incorrect")
+BASELINE_METHODS = ("fedrelax", "local", "oracle", "fedavg", "ifca_correct", "ifca_incorrect", "mean")
 
 
 def run_baselines(params: Params, setting: str, seed: int, base_seed: int, *,
@@ -261,6 +261,10 @@ def run_baselines(params: Params, setting: str, seed: int, base_seed: int, *,
     problem = _problem(params, data) if {"fedrelax", "local"} & set(methods) else None
     for method in methods:
         gen = rng_for(base_seed, experiment_id, seed, "init", method)
+        if method == "mean":
+            zero = mse_of(torch.zeros(data.n_nodes, d, dtype=torch.float64))
+            add(method, np.nan, [{"iteration": 0, "value": zero}, {"iteration": n_iter, "value": zero}])
+            continue
         if method in ("fedrelax", "local"):
             alpha = float(params["alpha"]) if method == "fedrelax" else 0.0
             result = fedrelax_linear(problem, alpha, n_iter=n_iter, lr=lr, generator=gen,
@@ -508,7 +512,13 @@ def baselines_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     per_seed = rows[rows["iteration"] == last].pivot_table(index="seed", columns="method", values="value")
     seed_ratios = (per_seed["ifca_correct"] / per_seed["oracle"]).to_numpy()
     above = ["fedrelax", "ifca_correct", "ifca_incorrect", "oracle"]
-    return [
+    reference = []
+    if "mean" in final.index:  # issue 17: every method below the predict-the-mean reference
+        others = [m for m in final.index if m != "mean"]
+        reference.append(check_all("[reference] every method ends below the predict-the-mean (w = 0) MSE",
+                                   {m: bool(final[m] < final["mean"]) for m in others},
+                                   {m: f"{_f(final[m])} vs {_f(final['mean'])}" for m in others}))
+    return reference + [
         Claim("IFCA-correct is on par with Oracle: final MSE within a factor 2",
               bool(0.5 <= ratio <= 2.0),
               f"IFCA-correct / Oracle = {_f(ratio)} (means over seeds); per seed: "
