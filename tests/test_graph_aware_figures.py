@@ -65,8 +65,14 @@ def test_upper_level_gain_is_the_phi_minus_identity_loss_per_round():
     fig, ax = plt.subplots()
     gain = figures.plot_upper_level_gain(ax, table)
     np.testing.assert_allclose(gain.to_numpy(), [-0.15, -0.3, -0.45])
-    assert upper_level_claims(table)[0].passed
+    assert [c.passed for c in upper_level_claims(table)] == [True]  # no recorded upper_loss rows
     rising = table.assign(value=np.where(table["metric"] == "upper_loss_full", 1.0 + 0.1 * table["round"], 1.0))
     assert not upper_level_claims(rising)[0].passed
+    recorded = pd.DataFrame([{"method": "BiG-FL", "seed": 0, "round": r, "metric": "upper_loss", "value": v}
+                             for r, v in ((1, 1.0), (2, 1.2), (3, 0.9))])
+    both = upper_level_claims(pd.concat([table, recorded]))
+    assert [c.passed for c in both] == [True, True] and "max 1.2 at round 2" in both[0].detail
+    recorded.loc[2, "value"] = 1.1
+    assert not upper_level_claims(pd.concat([table, recorded]))[0].passed
     assert upper_level_claims(table[table["metric"] == "test_loss"]) == []
     plt.close(fig)

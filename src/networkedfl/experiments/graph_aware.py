@@ -508,7 +508,13 @@ def upper_level_claims(table: pd.DataFrame) -> list[Claim]:
     gain = upper_level_gain(table)
     if gain.empty:
         return []
-    return [Claim("[diagnostic] BiG-FL's UL steps lower the UL loss (10.14): at the round's LL models "
+    recorded = _mean_curves(table, "upper_loss").get("BiG-FL")
+    falls = [] if recorded is None else [Claim(
+        "[diagnostic] BiG-FL's recorded UL loss (10.14) at the LL iterate ends below its round-1 value",
+        bool(recorded.iloc[-1] < recorded.iloc[0]),
+        f"round {int(recorded.index[0])} {recorded.iloc[0]:.4g}, round {int(recorded.index[-1])} "
+        f"{recorded.iloc[-1]:.4g} (max {recorded.max():.4g} at round {int(recorded.idxmax())})")]
+    return falls + [Claim("[diagnostic] BiG-FL's UL steps lower the UL loss (10.14): at the round's LL models "
                   "the learnt phi gives a lower loss than phi = I, by more at the end than after round 1",
                   bool(gain.iloc[-1] < 0 and gain.iloc[-1] < gain.iloc[0]),
                   f"f(phi, Theta) - f(I, Theta): round {int(gain.index[0])} {gain.iloc[0]:.3g}, "
