@@ -83,33 +83,26 @@ def _missing(inputs: Mapping[str, str | list[str]]) -> list[str]:
     return [p for p in paths if not Path(p).is_file()]
 
 
-def _job_context(config: Mapping[str, Any], target: str, setting: str,
-                 inputs: Mapping[str, str | list[str]] | None) -> tuple[Any, str | None, str, dict, dict]:
-    """Experiment, variant, own setting, variant parameters and run keywords of a job."""
-    experiment = get_experiment(target)
-    settings = job_settings(config, target)
-    if setting not in settings:
-        raise ValueError(f"{target} has no setting {setting!r}; settings: {settings}")
-    variant, own_setting = split_setting(config["experiments"][target], setting)
-    params = variant_params(config["experiments"][target], variant)
-    extra: dict[str, Any] = {}
-    if experiment.inputs is not None:
-        inputs = job_inputs(config, target, setting) if inputs is None else inputs
-        missing = _missing(inputs)
-        if missing:
-            raise FileNotFoundError(
-                f"{target} reads files that do not exist: {', '.join(missing)} "
-                f"(the pipeline builds them, e.g. `snakemake {target}`)")
-        extra["inputs"] = inputs
-    return experiment, variant, own_setting, params, extra
+def _input_kwargs(experiment: Any, target: str, inputs: Mapping[str, str | list[str]] | None,
+                  default: Any) -> dict[str, Any]:
+    """``{"inputs": ...}`` for a run of an experiment that reads files (``default()`` gives
+    them when ``inputs`` is None), after checking that they exist; ``{}`` otherwise."""
+    if experiment.inputs is None:
+        return {}
+    inputs = default() if inputs is None else inputs
+    missing = _missing(inputs)
+    if missing:
+        raise FileNotFoundError(
+            f"{target} reads files that do not exist: {', '.join(missing)} "
+            f"(the pipeline builds them, e.g. `snakemake {target}`)")
+    return {"inputs": inputs}
 
 
 def job_params(config: Mapping[str, Any], target: str, setting: str) -> dict[str, Any]:
     """The target's parameters as the jobs of ``setting`` see them (only its own method's
     tuning grid; :func:`~networkedfl.experiments.tuning.for_setting`)."""
     params = config["experiments"][target]
-    variant, own = split_setting(params, setting)
-    return for_setting(params, own)
+    return for_setting(params, split_setting(params, setting)[1])
 
 
 def tuning_jobs(config: Mapping[str, Any], target: str) -> list[tuple[str, int]]:
@@ -139,13 +132,7 @@ def run_tuning_job(target: str, spec: Mapping[str, Any], base_seed: int,
     ``inputs`` as in :func:`run_job` (default: the files the tuning run's parameters name).
     """
     experiment = get_experiment(target)
-    extra: dict[str, Any] = {}
-    if experiment.inputs is not None:
-        inputs = dict(experiment.inputs(spec["params"])) if inputs is None else inputs
-        missing = _missing(inputs)
-        if missing:
-            raise FileNotFoundError(f"{target} reads files that do not exist: {', '.join(missing)}")
-        extra["inputs"] = inputs
+    extra = _input_kwargs(experiment, target, inputs, lambda: dict(experiment.inputs(spec["params"])))
     start = time.perf_counter()
     table = evaluate_point(experiment.run, spec, spec["setting"], int(base_seed), **extra)
     log.info("tuned %s/%s point %s (%s): validation loss %s in %.1f s", target, spec["setting"],
@@ -164,8 +151,13 @@ def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
     the tables of the setting's tuning jobs when its method is tuned (the chosen point's
     values replace the configured ones, :func:`~networkedfl.experiments.tuning.tuned_params`).
     """
-    experiment, variant, own_setting, params, extra = _job_context(config, target, setting, inputs)
-    params = tuned_params(params, own_setting, tuning)
+    experiment = get_experiment(target)
+    settings = job_settings(config, target)
+    if setting not in settings:
+        raise ValueError(f"{target} has no setting {setting!r}; settings: {settings}")
+    variant, own_setting = split_setting(config["experiments"][target], setting)
+    params = tuned_params(variant_params(config["experiments"][target], variant), own_setting, tuning)
+    extra = _input_kwargs(experiment, target, inputs, lambda: job_inputs(config, target, setting))
     start = time.perf_counter()
     log.info("running %s, setting %s, seed %s", target, setting, seed)
     table = tag_variant(experiment.run(params, own_setting, int(seed), int(config["seed"]), **extra), variant)
