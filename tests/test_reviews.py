@@ -244,3 +244,18 @@ def test_tfidf_and_knn_client_graph():
     assert g.edges.tolist() == [[0, 1], [2, 3]] and g.weights.tolist() == [0.9, 0.8]
     g2 = knn_similarity_graph(sim, 2)  # adds 0-3 (0's second), 1-2 (1's and 2's second)
     assert g2.edges.tolist() == [[0, 1], [0, 3], [1, 2], [2, 3]]
+
+
+def test_unigram_reference_is_each_clients_smoothed_target_frequencies():
+    """Fig. 10.4's predict-the-mean: client i's add-one smoothed unigram of its training
+    targets (every window's inputs[1:]), scored by mean cross-entropy on its test targets."""
+
+    from networkedfl.experiments.gfl_reviews_nlp import unigram_losses
+
+    train = [np.array([[0, 1, 1, 2]]), np.array([[3, 3, 3], [1, 3, 0]])]
+    test = [np.array([[2, 1, 0]]), np.array([[0, 3, 2]])]
+    got = unigram_losses(train, test, vocab_size=4)
+    p0 = (np.array([0, 2, 1, 0]) + 1) / 7   # targets 1, 1, 2
+    p1 = (np.array([1, 0, 0, 3]) + 1) / 8   # targets 3, 3, 3, 0
+    expected = [-(np.log(p0[1]) + np.log(p0[0])) / 2, -(np.log(p1[3]) + np.log(p1[2])) / 2]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
