@@ -237,12 +237,11 @@ def tuning_markdown(tables: Mapping[str, pd.DataFrame]) -> str:
              "Every grid point's final validation loss and the chosen point per method (mean over the "
              "tuning seeds; `inf`: diverged), from the tuned targets' tables (written by "
              "`snakemake --cores 1 gallery`; do not edit). The protocol: docs/tuning.md.", ""]
+    from ..experiments.graph_aware_figures import tuning_summary
+
     for target, table in tables.items():
-        rows = table[table["metric"] == "tuning_validation_loss"]
-        chosen = table[table["metric"] == "tuning_chosen"].groupby("method")["tuning_point"].first()
         lines += [f"## `{target}`", "", "| method | grid point | validation loss | chosen |", "|---|---|---|---|"]
-        for r in rows.itertuples(index=False):
-            pick = "**chosen**" if chosen.get(r.method) == r.tuning_point else ""
-            lines.append(f"| {r.method} | {_cell(r.tuning_values)} | {r.value:.5g} | {pick} |")
+        for method, point, loss, chosen in tuning_summary(table).itertuples(index=False):
+            lines.append(f"| {method} | {_cell(point)} | {loss:.5g} | {'**chosen**' if chosen else ''} |")
         lines.append("")
     return "\n".join(lines)
