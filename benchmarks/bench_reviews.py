@@ -4,7 +4,10 @@ Prints seconds for: reading and tokenising the corpus, building the shared task 
 windows, PPMI-SVD embedding, client graph), one batched mini-batch gradient of all 16
 clients, one BiG-FL lower-level gradient, one BiG-FL hyper-gradient (10.20) with K Neumann
 terms, and one evaluation of the test loss; then the projected time of one job per method.
-Figures only: nothing is asserted.
+The gradients and the evaluation are timed on both data layouts of the NPLM, measured in
+the same run: the windows (logits once per token) and the word-pair counts the target uses
+(:class:`~networkedfl.language_model.WordPairCounts`, logits once per distinct input word),
+with their ratio.  Figures only: nothing is asserted.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_reviews.py                  # vocab 1000
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_reviews.py --vocab 1000 2000 5000
@@ -35,7 +38,7 @@ from networkedfl.experiments.gfl_reviews_nlp import (
     _padded,
     prepare_review_task,
 )
-from networkedfl.language_model import NPLMLayout, nplm
+from networkedfl.language_model import NextWordBatches, NPLMLayout, nplm
 from networkedfl.pipeline.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,10 +84,9 @@ def bench(vocab: int, base: dict, files: list[str], repeats: int) -> None:
     theta = layout.zero_absent_rows(model.initial_params(gen), task.present).float()
     mask = torch.as_tensor(layout.frozen_rows_mask(task.present))
     x, y, w = _padded(task.train, torch, "cpu")
-    data = ClientBatches(x, y, w)
+    layouts = {"windows": ClientBatches(x, y, w), "word pairs": NextWordBatches(ClientBatches(x, y, w), layout.vocab_size)}
     b = int(params["batch_size"])
     grads = batch_gradients(model)
-    t_grad, _ = timed(lambda: grads(theta, *data.sample(b, gen)), repeats)
     spec = params["bigfl"]
     proj = _hidden_projection(layout, int(spec["projection_dim"]), np.random.default_rng(1),
                               torch.float32, "cpu")
@@ -94,29 +96,54 @@ def bench(vocab: int, base: dict, files: list[str], repeats: int) -> None:
     neighbours = (prop > 0).float() * (1 - torch.eye(n))
     phi = torch.eye(emb.dim)
     anchor = torch.zeros(n, emb.dim)
-    t_lower, _ = timed(lambda: lower_gradients(
-        model, theta, phi, prop, data.sample(b, gen), lam=0.1, kappa=0.01, embedding=emb,
-        anchor=anchor, mask=mask), repeats)
     k = int(spec["neumann_terms"])
-    t_hyper, _ = timed(lambda: hypergradient(
-        model, theta, phi, prop, neighbours, negative_samples(neighbours, 10, gen),
-        data.sample(b, gen), lam=0.1, kappa=0.01, lam_upper=0.1, embedding=emb,
-        neumann_terms=k, neumann_scale=0.1, mask=mask), 1)
-    evaluate = _Evaluator(model, task.test, torch.float32, "cpu")
-    t_eval, _ = timed(lambda: evaluate(theta), 1)
+    times: dict[str, dict[str, float]] = {}
+    for name, data in layouts.items():
+        t_grad, _ = timed(lambda data=data: grads(theta, *data.sample(b, gen)), repeats)
+        t_lower, _ = timed(lambda data=data: lower_gradients(
+            model, theta, phi, prop, data.sample(b, gen), lam=0.1, kappa=0.01, embedding=emb,
+            anchor=anchor, mask=mask), repeats)
+        t_hyper, _ = timed(lambda data=data: hypergradient(
+            model, theta, phi, prop, neighbours, negative_samples(neighbours, 10, gen),
+            data.sample(b, gen), lam=0.1, kappa=0.01, lam_upper=0.1, embedding=emb,
+            neumann_terms=k, neumann_scale=0.1, mask=mask), 1)
+        times[name] = {"grad": t_grad, "lower": t_lower, "hyper": t_hyper}
+    evaluate = _Evaluator(model, task.test, layout.vocab_size, torch.float32, "cpu")
+    times["word pairs"]["eval"], _ = timed(lambda: evaluate(theta), 1)
+    times["windows"]["eval"], _ = timed(lambda: client_token_losses_windows(model, theta, task.test), 1)
     rounds, steps = int(params["rounds"]), int(params["local_steps"])
     evals = rounds // int(params.get("eval_every", 1)) + 1
-    plain = prep + rounds * steps * t_grad + evals * t_eval
-    big = prep + rounds * (steps * t_lower + t_hyper) + evals * t_eval
     print(f"\nV = {len(task.vocabulary)} (vocab_size {vocab}), P = {layout.n_params:,} per client, "
           f"{sum(len(t) for t in task.test)} test windows")
     print(f"  prepare task (vocabulary, windows, PPMI-SVD, graph): {prep:6.2f} s")
-    print(f"  mini-batch gradient, 16 clients x {b} windows:       {t_grad:6.2f} s")
-    print(f"  BiG-FL lower-level gradient:                          {t_lower:6.2f} s")
-    print(f"  BiG-FL hyper-gradient, K = {k}:                         {t_hyper:6.2f} s")
-    print(f"  test-loss evaluation:                                 {t_eval:6.2f} s")
-    print(f"  projected job ({rounds} rounds x {steps} steps, {evals} evaluations): FedAvg/DFL/FeSEM "
-          f"~{plain:.0f} s, BiG-FL ~{big:.0f} s, all five ~{4 * plain + big:.0f} s of one core")
+    labels = {"grad": f"mini-batch gradient, 16 clients x {b} windows", "lower": "BiG-FL lower-level gradient",
+              "hyper": f"BiG-FL hyper-gradient, K = {k}", "eval": "test-loss evaluation"}
+    print(f"  {'':52s} {'windows':>9s} {'word pairs':>11s} {'ratio':>7s}")
+    for key, label in labels.items():
+        old, new = times["windows"][key], times["word pairs"][key]
+        print(f"  {label:52s} {old:8.3f}s {new:10.3f}s {old / new:6.1f}x")
+    for name, t in times.items():
+        plain = prep + rounds * steps * t["grad"] + evals * t["eval"]
+        big = prep + rounds * (steps * t["lower"] + t["hyper"]) + evals * t["eval"]
+        print(f"  projected job on {name} ({rounds} rounds x {steps} steps, {evals} evaluations): "
+              f"FedAvg/DFL/FeSEM ~{plain:.0f} s, BiG-FL ~{big:.0f} s, all five ~{4 * plain + big:.0f} s of one core")
+
+
+def client_token_losses_windows(model, params, test, chunk: int = 16) -> np.ndarray:
+    """The test loss computed on the windows, a chunk of windows at a time (the layout before
+    the word-pair counts): the reference of the evaluation's ratio."""
+    ids, targets, weights = _padded(test, torch, "cpu")
+    loss = torch.vmap(model.loss)
+    counts = np.array([len(t) for t in test])
+    total = np.zeros(len(test))
+    with torch.no_grad():
+        for start in range(0, int(counts.max()), chunk):
+            active = np.flatnonzero(counts > start)
+            idx = torch.as_tensor(active)
+            block = slice(start, start + chunk)
+            w = weights[idx, block].to(params.dtype)
+            total[active] += (loss(params[idx], ids[idx, block], targets[idx, block], w) * w.sum(dim=1)).double().numpy()
+    return total / counts
 
 
 if __name__ == "__main__":

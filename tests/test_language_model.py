@@ -15,7 +15,14 @@ from networkedfl.algorithms.fedavg_steps import fedavg_steps
 from networkedfl.algorithms.fesem import assign_nearest, cluster_means, fesem
 from networkedfl.experiments.gfl_reviews_nlp import _Evaluator, review_nlp_claims
 from networkedfl.graphs import ring
-from networkedfl.language_model import NPLMLayout, client_token_losses, nplm
+from networkedfl.language_model import (
+    NextWordBatches,
+    NPLMLayout,
+    WordPairCounts,
+    client_token_losses,
+    next_word_cross_entropy,
+    nplm,
+)
 from networkedfl.models import linear_regression
 
 
@@ -181,7 +188,7 @@ def test_evaluation_is_chunk_invariant_and_skips_padding():
         direct.append(float(torch.nn.functional.cross_entropy(
             logits.reshape(-1, 6), torch.as_tensor(windows[:, 1:]).reshape(-1))))
     for chunk in (1, 2, 16):
-        got = _Evaluator(model, test, torch.float32, "cpu", chunk=chunk)(params)
+        got = _Evaluator(model, test, 6, torch.float32, "cpu", chunk=chunk)(params)
         np.testing.assert_allclose(got, direct, rtol=1e-5)
         padded = torch.zeros(2, 5, 4, dtype=torch.int64)
         weights = torch.zeros(2, 5)
@@ -190,6 +197,79 @@ def test_evaluation_is_chunk_invariant_and_skips_padding():
             weights[i, : len(windows)] = 1
         again = client_token_losses(model, params, padded[:, :, :-1], padded[:, :, 1:], weights, chunk=chunk)
         np.testing.assert_allclose(again.numpy(), direct, rtol=1e-5)
+
+
+def _random_windows(seed: int, n: int = 3, m: int = 6, length: int = 5, vocab: int = 9):
+    rng = np.random.default_rng(seed)
+    blocks = torch.as_tensor(rng.integers(0, vocab, (n, m, length + 1)))
+    weights = torch.as_tensor(rng.integers(0, 3, (n, m)).astype(np.float64))  # 0: padding
+    weights[0, 0] = 1.0
+    return blocks[:, :, :-1], blocks[:, :, 1:], weights
+
+
+def test_word_pair_counts_are_the_windows_bigram_counts():
+    ids, targets, weights = _random_windows(0)
+    counts = WordPairCounts.from_windows(ids, targets, weights, 9)
+    dense = counts.distributions() * counts.row_weights[:, :, None]
+    length = ids.shape[2]
+    for i in range(ids.shape[0]):
+        expected = np.zeros((9, 9))
+        for k in range(ids.shape[1]):
+            for a, b in zip(ids[i, k].tolist(), targets[i, k].tolist(), strict=True):
+                expected[a, b] += float(weights[i, k]) / length
+        words = np.flatnonzero(expected.sum(axis=1) > 0)
+        n_rows = len(words)
+        assert counts.rows[i, :n_rows].tolist() == words.tolist()  # distinct words, ascending
+        np.testing.assert_allclose(dense[i, :n_rows].numpy(), expected[words])
+        assert float(counts.row_weights[i, n_rows:].abs().sum()) == 0  # padding rows
+        np.testing.assert_allclose(float(counts.row_weights[i].sum()), float(weights[i].sum()))
+    with pytest.raises(ValueError, match=r"word ids must lie in \[0, 9\)"):
+        WordPairCounts.from_windows(ids + 5, targets, weights, 9)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_collapsed_loss_and_gradient_equal_the_windows(dtype):
+    """The NPLM's loss on (distinct word, next-word distribution) rows is its loss on the
+    windows, and so is its gradient (every algorithm sees the same updates)."""
+    model = nplm(NPLMLayout(9, 3, 4))
+    params = model.initial_params(torch.Generator().manual_seed(2), dtype=dtype)
+    ids, targets, weights = _random_windows(1)
+    counts = WordPairCounts.from_windows(ids, targets, weights.to(dtype), 9)
+    tol = {"rtol": 1e-12, "atol": 1e-12} if dtype == torch.float64 else {"rtol": 1e-5, "atol": 1e-6}
+    for i in range(ids.shape[0]):
+        def windows_loss(p, i=i):
+            return model.loss(p, ids[i], targets[i], weights[i].to(dtype))
+
+        def rows_loss(p, i=i):
+            return model.loss(p, counts.rows[i], counts.distributions()[i], counts.row_weights[i])
+
+        torch.testing.assert_close(rows_loss(params), windows_loss(params), **tol)
+        torch.testing.assert_close(torch.func.grad(rows_loss)(params), torch.func.grad(windows_loss)(params), **tol)
+    direct = torch.stack([model.loss(params, ids[i], targets[i], weights[i].to(dtype)) for i in range(3)])
+    for chunk in (1, 2, 256):
+        torch.testing.assert_close(counts.losses(model, params.expand(3, -1), chunk=chunk).to(dtype), direct, **tol)
+    # next_word_cross_entropy: integer targets are windows, distributions are rows
+    z = model.forward(params, ids[0])
+    torch.testing.assert_close(next_word_cross_entropy(z, targets[0]), model.sample_loss(z, targets[0]))
+
+
+def test_next_word_batches_draw_the_windows_of_the_wrapped_source():
+    ids, targets, weights = _random_windows(3, m=8)
+    windows = ClientBatches(ids, targets, weights)
+    source = NextWordBatches(windows, 9)
+    assert source.n_clients == 3
+    rows, dist, row_weights = source.sample(3, torch.Generator().manual_seed(7))
+    x, y, w = windows.sample(3, torch.Generator().manual_seed(7))
+    expected = WordPairCounts.from_windows(x, y, w, 9)
+    assert torch.equal(rows, expected.rows)
+    torch.testing.assert_close(dist, expected.distributions())
+    torch.testing.assert_close(row_weights, expected.row_weights)
+    # and FedAvg from either source takes the same steps
+    model = nplm(NPLMLayout(9, 3, 4))
+    init = model.initial_params(torch.Generator().manual_seed(0))
+    runs = [fedavg_steps(model, data, n_rounds=2, local_steps=2, lr=0.5, batch_size=3, init=init,
+                         generator=torch.Generator().manual_seed(1)) for data in (windows, source)]
+    torch.testing.assert_close(runs[0].client_params, runs[1].client_params)
 
 
 def test_nlp_claims_read_the_table():

@@ -264,35 +264,22 @@ def _padded(blocks: Sequence[np.ndarray], torch_mod: Any, device: Any) -> tuple[
 
 
 class _Evaluator:
-    """Mean test token cross-entropy of every client's own model on its own test windows.
+    """Mean test token cross-entropy of every client's own model on its own test windows,
+    from the windows' word-pair counts (:class:`~networkedfl.language_model.WordPairCounts`,
+    built once per job), ``chunk`` distinct words of every client at a time."""
 
-    Windows are processed in chunks; a chunk only involves the clients that still have
-    windows in it, so the padding of short test sets costs nothing.
-    """
-
-    def __init__(self, model: Any, test: Sequence[np.ndarray], dtype: Any, device: Any,
-                 chunk: int = 16) -> None:
+    def __init__(self, model: Any, test: Sequence[np.ndarray], vocab_size: int, dtype: Any, device: Any,
+                 chunk: int = 256) -> None:
         import torch
 
-        self.torch, self.model, self.chunk = torch, model, chunk
-        self.ids, self.targets, weights = _padded(test, torch, device)
-        self.weights = weights.to(dtype)
-        self.counts = np.array([len(t) for t in test])
-        self.loss = torch.vmap(model.loss)
+        from ..language_model import WordPairCounts
+
+        ids, targets, weights = _padded(test, torch, device)
+        self.model, self.chunk = model, chunk
+        self.counts = WordPairCounts.from_windows(ids, targets, weights.to(dtype), vocab_size)
 
     def __call__(self, params: Any) -> np.ndarray:
-        torch = self.torch
-        n = params.shape[0]
-        total = np.zeros(n)
-        with torch.no_grad():
-            for start in range(0, int(self.counts.max()), self.chunk):
-                active = np.flatnonzero(self.counts > start)
-                idx = torch.as_tensor(active, device=params.device)
-                block = slice(start, start + self.chunk)
-                w = self.weights[idx, block].to(params.dtype)
-                mean = self.loss(params[idx], self.ids[idx, block], self.targets[idx, block], w)
-                total[active] += (mean * w.sum(dim=1)).double().cpu().numpy()
-        return total / self.counts
+        return self.counts.losses(self.model, params, chunk=self.chunk).cpu().numpy()
 
 
 def _hidden_projection(layout: Any, dim: int, rng: np.random.Generator, dtype: Any, device: Any):
@@ -337,7 +324,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     from ..algorithms.dfl import dfl_gt, dfl_sgd
     from ..algorithms.fedavg_steps import fedavg_steps
     from ..algorithms.fesem import fesem
-    from ..language_model import NPLMLayout, nplm
+    from ..language_model import NextWordBatches, NPLMLayout, nplm
     from ..models import make_generator
 
     if setting not in METHOD_NAMES:
@@ -379,8 +366,10 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     from ..algorithms.client_batches import ClientBatches
 
     x, y, w = _padded(train_windows, torch, device)
-    data = ClientBatches(x, y, w.to(dtype))
-    evaluate = _Evaluator(model, eval_windows, dtype, device, chunk=int(params.get("eval_chunk", 16)))
+    # the same windows drawn, each batch's logits computed once per distinct input word
+    data = NextWordBatches(ClientBatches(x, y, w.to(dtype)), layout.vocab_size)
+    evaluate = _Evaluator(model, eval_windows, layout.vocab_size, dtype, device,
+                          chunk=int(params.get("eval_chunk", 256)))
     every = int(params.get("eval_every", 1))
 
     def record_losses(round_: int, params_: Any) -> None:
