@@ -11,10 +11,13 @@ import http.server
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -94,6 +97,24 @@ def test_download_over_http_verifies_and_places_the_file(server, tmp_path):
     assert hashlib.sha256(dest.read_bytes()).hexdigest() == MNIST.sha256[SMALL]
     assert f"/good/{SMALL}" in handler.requests
     assert [p.name for p in tmp_path.iterdir()] == [SMALL]  # no temporary file left
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_placed_files_get_the_umask_mode_not_the_temporary_files_0600(server, tmp_path, umask):
+    """Downloads and every pipeline output (atomic_write) are renamed from mkstemp files
+    (0600); colleagues on a shared cluster must be able to read them under umask 022."""
+    from networkedfl.pipeline.io import atomic_write, write_csv
+
+    base, _ = server
+    old = os.umask(umask)
+    try:
+        fetch_file(SMALL, tmp_path / SMALL, [f"{base}/good/"], MNIST.sha256[SMALL], MNIST.md5[SMALL])
+        atomic_write(tmp_path / "page.md", lambda tmp: Path(tmp).write_text("x", encoding="utf-8"))
+        write_csv(pd.DataFrame({"a": [1]}), tmp_path / "table.csv")
+    finally:
+        os.umask(old)
+    for name in (SMALL, "page.md", "table.csv"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~umask, name
 
 
 def test_dead_url_refused_port_and_corrupt_copy_fall_through_to_a_good_source(server, refused_url, tmp_path):

@@ -24,9 +24,26 @@ from pathlib import Path
 
 from .catalog import Dataset
 
-__all__ = ["DownloadError", "FetchReport", "fetch_dataset", "fetch_file", "file_digests"]
+__all__ = [
+    "DownloadError",
+    "FetchReport",
+    "fetch_dataset",
+    "fetch_file",
+    "file_digests",
+    "shared_file_mode",
+]
 
 _CHUNK = 1 << 20
+
+
+def shared_file_mode(path: str | os.PathLike) -> None:
+    """Give ``path`` the mode a newly created file gets under the process umask (``0o644``
+    under the usual ``022``).  :func:`tempfile.mkstemp` creates its files ``0o600``, so a
+    temporary file renamed into place would otherwise stay unreadable to colleagues on a
+    shared machine."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
 
 
 class DownloadError(RuntimeError):
@@ -109,6 +126,7 @@ def fetch_file(
         fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=destination.parent)
         os.close(fd)
         tmp = Path(tmp_name)
+        shared_file_mode(tmp)
         try:
             _copy_from(source, name, tmp, timeout)
             problem = _checksum_problem(tmp, sha256, md5)

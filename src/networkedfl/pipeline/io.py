@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..datasets.download import shared_file_mode
+
 __all__ = ["atomic_write", "write_csv", "write_json"]
 
 
@@ -18,13 +20,16 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)`` then rename the temporary file onto ``path``.
 
     The temporary file lives in the destination directory so the rename is atomic; on
-    any error it is removed and an existing ``path`` is left untouched.
+    any error it is removed and an existing ``path`` is left untouched.  The file gets the
+    mode of any new file under the umask (:func:`~networkedfl.datasets.download.shared_file_mode`),
+    not the ``0o600`` of the temporary file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
+        shared_file_mode(tmp)
         write(tmp)
         os.replace(tmp, path)
     except BaseException:
