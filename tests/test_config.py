@@ -78,3 +78,21 @@ def test_snakemake_stops_before_any_job_on_a_bad_key(repo, tmp_path):
     assert "n_iters" in proc.stdout + proc.stderr
     assert "gtv_fig03_chain_sampling" in proc.stdout + proc.stderr
     assert not (workdir / "results").exists()
+
+
+def test_ci_runs_exactly_the_readme_test_command_and_the_library_does_not_pin_torch(repo):
+    """`.ci/run` runs the README's "Run the tests" command; the reproduction pins torch there,
+    while the package's own dependency is a lower bound (installable beside other stacks)."""
+    import re
+    import tomllib
+
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("**Run the tests**"):]
+    command = re.search(r"```bash\n(.+?)\n```", section, re.S).group(1).strip()
+    ci = [line for line in (repo / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+          if line and not line.startswith(("#", "set ", "cd "))]
+    assert ci == [command]
+    assert "torch==2.13.0" in command
+    deps = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    torch_dep = [d for d in deps if d.split(">")[0].split("=")[0].strip() == "torch"]
+    assert torch_dep and "==" not in torch_dep[0], torch_dep

@@ -202,6 +202,16 @@ def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, bu
     assert all(f"## `{t}`" in tuning for t in TUNED) and "**chosen**" in tuning
 
 
+def test_the_default_profile_is_read_without_flags(repo, tmp_path):
+    """A bare `snakemake <target>` from the repository root reads profiles/default (where
+    Snakemake looks for the workflow profile, next to the Snakefile), which sets the cores."""
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "gtv_fig03_chain_sampling",
+                           "--directory", str(tmp_path)], cwd=repo, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Using workflow specific profile profiles/default" in proc.stdout + proc.stderr
+    assert "cores: all" in (repo / "profiles" / "default" / "config.yaml").read_text(encoding="utf-8")
+
+
 def test_lint_is_clean(repo, tmp_path):
     proc = _snakemake(repo, tmp_path, "--lint")
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -19,7 +19,7 @@ def rules(repo):
 
 @pytest.mark.parametrize("name", PROFILES)
 def test_profile_rules_exist(repo, rules, name):
-    profile = yaml.safe_load((repo / "workflow" / "profiles" / name / "config.yaml").read_text())
+    profile = yaml.safe_load((repo / "profiles" / name / "config.yaml").read_text())
     assert isinstance(profile, dict) and profile
     for key in ("set-resources", "set-threads"):
         unknown = set(profile.get(key, {})) - rules
@@ -27,7 +27,7 @@ def test_profile_rules_exist(repo, rules, name):
 
 
 def test_slurm_profile_declares_cluster_resources(repo):
-    profile = yaml.safe_load((repo / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
+    profile = yaml.safe_load((repo / "profiles" / "slurm" / "config.yaml").read_text())
     assert profile["executor"] == "slurm"
     assert {"slurm_account", "slurm_partition", "runtime", "mem_mb"} <= set(profile["default-resources"])
     assert all({"runtime", "mem_mb"} <= set(r) for r in profile["set-resources"].values())
