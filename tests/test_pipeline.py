@@ -3,6 +3,7 @@ registered target, the claims summary and the index page, as `snakemake --cores 
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -210,6 +211,23 @@ def test_the_default_profile_is_read_without_flags(repo, tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Using workflow specific profile profiles/default" in proc.stdout + proc.stderr
     assert "cores: all" in (repo / "profiles" / "default" / "config.yaml").read_text(encoding="utf-8")
+
+
+def test_a_checkout_whose_path_has_a_space_and_a_dollar_renders_its_notebooks(repo, tmp_path):
+    """The shell rules quote every path ({...:q}): from a checkout under "my check$HOME out"
+    papermill and nbconvert get the notebook's path whole, and nothing in it is expanded."""
+    checkout = tmp_path / "my check$HOME out"
+    checkout.mkdir()
+    for name in ("Snakefile", "environment.yml"):
+        shutil.copy(repo / name, checkout / name)
+    for name in ("workflow", "config", "notebooks", "profiles"):
+        shutil.copytree(repo / name, checkout / name)
+    target = "gtv_fig01_empirical_graph"  # no data, one figure notebook
+    proc = subprocess.run([sys.executable, "-m", "snakemake", target, "--cores", "1", "--configfile",
+                           "config/test.yaml"], cwd=checkout, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (checkout / "results" / "reports" / f"{target}.html").stat().st_size > 0
+    assert (checkout / "results" / "figures" / f"{target}.png").stat().st_size > 0
 
 
 def test_lint_is_clean(repo, tmp_path):

@@ -1,9 +1,10 @@
 # Plotting and reports: each target's notebook is executed by papermill on the target's
 # table and claims (no experiment reruns) and rendered to HTML.
 
+# every path quoted ({...:q}): checkouts may live under paths with spaces or shell characters
 PAPERMILL = (
-    "papermill --no-progress-bar -f {input.params} {input.notebook} {output.notebook}.tmp.ipynb"
-    " > {log} 2>&1 && mv {output.notebook}.tmp.ipynb {output.notebook}"
+    "papermill --no-progress-bar -f {input.params:q} {input.notebook:q} {output.notebook:q}.tmp.ipynb"
+    " > {log:q} 2>&1 && mv {output.notebook:q}.tmp.ipynb {output.notebook:q}"
 )
 
 
@@ -86,8 +87,8 @@ rule render_html:
     conda:
         CONDA_ENV
     shell:
-        "jupyter nbconvert --to html --stdout {input} > {output}.tmp 2> {log}"
-        " && mv {output}.tmp {output}"
+        "jupyter nbconvert --to html --stdout {input:q} > {output:q}.tmp 2> {log:q}"
+        " && mv {output:q}.tmp {output:q}"
 
 
 # Claims at a glance and the index page over every configured target.
