@@ -1,13 +1,14 @@
 # Config validation, wildcard constraints and helper functions shared by all stages.
 
 import json
+import os
 from pathlib import Path
 
 from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.gtv_mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
 from networkedfl.pipeline.config import validate_config
-from networkedfl.pipeline.paths import Paths, put_interpreter_on_path, vendored_dataset
+from networkedfl.pipeline.paths import Paths, put_interpreter_on_path
 from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_jobs, tuning_spec
 
 # Stops the run before any job starts; the message names every offending key.
@@ -59,19 +60,6 @@ def dataset_files(name):
     return [PATHS.raw_data(name, f) for f in get_dataset(name).files]
 
 
-def dataset_sources(name):
-    """Sources of a dataset, in order: "vendored" is the copy in this repository, a relative
-    directory is relative to the repository, anything with a scheme is a URL."""
-    resolved = []
-    for source in config["data"][name]["sources"]:
-        if source == "vendored":
-            source = str(vendored_dataset(workflow.basedir, name))
-        elif "://" not in source and not Path(source).is_absolute():
-            source = str(Path(workflow.basedir) / source)
-        resolved.append(source)
-    return resolved
-
-
 def tuning_files(target, setting=None):
     """The tuning jobs' outputs of a target (of one setting when given)."""
     return [PATHS.tuning(target, s, k) for s, k in tuning_jobs(config, target) if setting in (None, s)]
@@ -118,7 +106,9 @@ def report_caption(wildcards):
 
 
 def notebook(wildcards):
-    return str(NOTEBOOKS / f"{wildcards.target}.ipynb")
+    """The target's notebook, relative to the working directory: moving the checkout (with
+    its results) changes no input path and reruns nothing."""
+    return os.path.relpath(NOTEBOOKS / f"{wildcards.target}.ipynb")
 
 
 def target_outputs(target):

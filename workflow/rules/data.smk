@@ -11,8 +11,7 @@ rule download_mnist:
     conda:
         CONDA_ENV
     params:
-        dataset="mnist",
-        sources=dataset_sources("mnist"),
+        dataset="mnist",  # the sources are resolved by the script (not a rerun trigger)
     localrule: True
     script:
         "../scripts/download_dataset.py"
@@ -27,7 +26,6 @@ rule download_reviews:
         CONDA_ENV
     params:
         dataset="reviews",
-        sources=dataset_sources("reviews"),
     localrule: True
     script:
         "../scripts/download_dataset.py"

@@ -102,3 +102,19 @@ class Paths:
 def vendored_dataset(repo: str | Path, dataset: str) -> Path:
     """The copy of a dataset shipped in the repository (``data/vendored/<dataset>``)."""
     return Path(repo) / "data" / "vendored" / dataset
+
+
+def dataset_sources(sources: list[str], repo: str | Path, dataset: str) -> list[str]:
+    """A dataset's configured ``sources`` resolved, in order: ``"vendored"`` is the copy in
+    the repository ``repo``, a relative directory is relative to ``repo``, anything with a
+    scheme is a URL.  Resolved where the download runs, never as a rule parameter: the
+    files are verified by checksum, so neither moving the checkout nor adding a mirror
+    changes them, and neither reruns anything."""
+    resolved = []
+    for source in sources:
+        if source == "vendored":
+            source = str(vendored_dataset(repo, dataset))
+        elif "://" not in source and not Path(source).is_absolute():
+            source = str(Path(repo) / source)
+        resolved.append(source)
+    return resolved
