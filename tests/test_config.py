@@ -49,6 +49,11 @@ def test_deep_merge_overrides_nested_keys_only():
         (lambda c: c.update(seed="abc"), "config['seed']"),
         (lambda c: c["experiments"].update(gtv_fig99_unknown={"repetitions": 1}), "gtv_fig99_unknown"),
         (lambda c: c["experiments"]["gtv_fig10_sbm_noise"].pop("p_in"), "p_in"),
+        # NaN and infinities pass JSON Schema's "number": named by key (issue 22)
+        (lambda c: c["experiments"]["fedrelax_fig01c_baselines"].update(lr=float("inf")),
+         "config['experiments']['fedrelax_fig01c_baselines']['lr']: inf is not a finite number"),
+        (lambda c: c["experiments"]["gtv_fig09_sbm_sampling"]["grid"].update(M=[0.5, float("nan")]),
+         "config['experiments']['gtv_fig09_sbm_sampling']['grid']['M'][1]: nan is not a finite number"),
     ],
 )
 def test_invalid_config_names_the_key(repo, schema_path, mutate, expected):

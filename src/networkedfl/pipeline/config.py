@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,12 +29,27 @@ def validate_config(config: Mapping[str, Any], schema_path: str | os.PathLike) -
     schema = yaml.safe_load(Path(schema_path).read_text())
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = [f"{_location(e)}: {e.message}" for e in errors[:20]]
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
+    lines = _non_finite_errors(config) + [f"{_location(e)}: {e.message}" for e in errors]
+    if lines:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines[:20]))
     lines = _variant_errors(config, schema) + _tuning_errors(config, schema)
     if lines:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines[:20]))
+
+
+def _non_finite_errors(value: Any, where: str = "config") -> list[str]:
+    """Every NaN or infinite number in the config (YAML's ``.nan``/``.inf``), by its key.
+
+    JSON Schema's ``number`` admits them, and a step size of ``.inf`` would otherwise run to
+    tables of NaN."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{where}: {value} is not a finite number (NaN and infinities are not allowed)"]
+    if isinstance(value, Mapping):
+        return [line for k, v in value.items()
+                for line in _non_finite_errors(v, f"{where}[{k!r}]" if isinstance(k, str) else f"{where}[{k}]")]
+    if isinstance(value, list | tuple):
+        return [line for i, v in enumerate(value) for line in _non_finite_errors(v, f"{where}[{i}]")]
+    return []
 
 
 def _variant_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
