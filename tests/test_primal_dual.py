@@ -25,6 +25,7 @@ from networkedfl.graphs import (
     chain_of_clusters,
     disjoint_union,
     star,
+    stochastic_block_model,
 )
 from networkedfl.losses import SquaredErrorLoss
 from networkedfl.penalties import get_penalty
@@ -534,3 +535,24 @@ def test_lambda_validation():
     for bad in (np.ones(2), -0.1, np.array([0.1, np.nan, 0.1]), np.ones((3, 1))):
         with pytest.raises(ValueError):
             gtv_primal_dual(graph, loss, "nlasso", bad, 5)
+
+
+def test_bad_input_is_named_before_any_iteration():
+    """Issue 19: a node-count mismatch, a non-positive n_iter and a w0 of the wrong shape
+    raise errors that name the problem (not numpy broadcast errors); an empty sampling mask
+    warns."""
+    rng = np.random.default_rng(0)
+    graph = stochastic_block_model([5, 5], 0.9, 0.1, rng)
+    data = NodeData(rng.standard_normal((10, 3, 2)), rng.standard_normal((10, 3)))
+    loss = SquaredErrorLoss(data)
+    short = SquaredErrorLoss(NodeData(data.features[:8], data.labels[:8]))
+    with pytest.raises(ValueError, match="the loss holds data of 8 nodes but the graph has 10 nodes"):
+        gtv_primal_dual(graph, short, lam=0.1, n_iter=5)
+    for n_iter in (0, -5, 2.5, True):
+        with pytest.raises(ValueError, match="n_iter must be a positive integer"):
+            gtv_primal_dual(graph, loss, lam=0.1, n_iter=n_iter)
+    with pytest.raises(ValueError, match=r"w0 has shape \(10, 3\), expected \(10, 2\)"):
+        gtv_primal_dual(graph, loss, lam=0.1, n_iter=5, w0=np.zeros((10, 3)))
+    assert gtv_primal_dual(graph, loss, lam=0.1, n_iter=np.int64(3)).n_iter == 3
+    with pytest.warns(UserWarning, match="the sampling mask selects no node"):
+        SquaredErrorLoss(data, mask=np.zeros(10, dtype=bool))

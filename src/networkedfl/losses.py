@@ -11,6 +11,7 @@ with the trivial loss ``L_i = 0`` at nodes outside the sampling set ``M``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -87,6 +88,9 @@ class SquaredErrorLoss:
         mask = np.ones(self.data.n_nodes, bool) if self.mask is None else np.asarray(self.mask, bool)
         if mask.shape != (self.data.n_nodes,):
             raise ValueError(f"mask must have shape ({self.data.n_nodes},), got {mask.shape}")
+        if not mask.any():
+            warnings.warn("the sampling mask selects no node: every local loss is trivial and "
+                          "GTV minimisation only smooths the starting point", UserWarning, stacklevel=3)
         object.__setattr__(self, "mask", mask)
 
     @property

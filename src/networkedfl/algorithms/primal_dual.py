@@ -323,6 +323,12 @@ def gtv_primal_dual(
         Show a tqdm progress bar (``None``: as :func:`networkedfl.progress.show_progress` decides).
     """
     penalty = get_penalty(penalty)
+    if isinstance(n_iter, bool) or not isinstance(n_iter, int | np.integer) or n_iter < 1:
+        raise ValueError(f"n_iter must be a positive integer, got {n_iter!r}")
+    loss_nodes = getattr(loss, "n_nodes", None)
+    if loss_nodes is not None and int(loss_nodes) != graph.n_nodes:
+        raise ValueError(f"the loss holds data of {int(loss_nodes)} nodes but the graph has "
+                         f"{graph.n_nodes} nodes (node i's data must be row i)")
     if dual_update not in DUAL_UPDATES:
         raise ValueError(f"dual_update must be one of {DUAL_UPDATES}, got {dual_update!r}")
     extrapolation = 1.0 if dual_update == "extrapolated" else 2.0  # z = 2 w_new - c w
@@ -340,8 +346,10 @@ def gtv_primal_dual(
         if d is None:
             raise ValueError("pass dim= or w0= (the loss does not expose its dimension)")
         w = np.zeros((graph.n_nodes, int(d)))
-    if w.shape[0] != graph.n_nodes:
-        raise ValueError(f"w0 has {w.shape[0]} rows for {graph.n_nodes} nodes")
+    loss_dim = getattr(loss, "dim", None)
+    if w.ndim != 2 or w.shape[0] != graph.n_nodes or (loss_dim is not None and w.shape[1] != int(loss_dim)):
+        expected = f"({graph.n_nodes}, {loss_dim if loss_dim is not None else 'd'})"
+        raise ValueError(f"w0 has shape {w.shape}, expected {expected} (nodes x parameter dimension)")
     columnwise = w.shape[1] <= COLUMNWISE_MAX_DIM
     layout = "F" if columnwise else "C"
     u = np.zeros((graph.n_edges, w.shape[1]), order=layout) if u0 is None else np.array(u0, float, order=layout)
