@@ -7,6 +7,7 @@ from networkedfl.graphs import (
     EmpiricalGraph,
     GraphError,
     _upper_triangle_pair,
+    as_graph,
     chain_of_clusters,
     cluster_graph,
     disjoint_union,
@@ -392,3 +393,67 @@ def test_non_finite_or_negative_weights_are_rejected_at_construction():
     for bad in (np.nan, np.inf, -1.0):
         with pytest.raises(GraphError, match="finite|non-negative"):
             EmpiricalGraph(2, np.array([[0, 1]]), np.array([bad]))
+
+
+def _canonical(graph):
+    """Edges (sorted) with their weights: equal for the same graph in any edge order."""
+    return sorted(zip(map(tuple, graph.edges.tolist()), graph.weights.tolist(), strict=True))
+
+
+def test_graphs_from_adjacency_and_networkx_round_trip():
+    """Issue 19: the graph formats users have (dense or scipy sparse adjacency, networkx)
+    give the same EmpiricalGraph, and back."""
+    import networkx as nx
+
+    g = stochastic_block_model([4, 5], 0.8, 0.2, np.random.default_rng(3))
+    g = EmpiricalGraph(g.n_nodes, g.edges, np.random.default_rng(4).uniform(0.5, 2, g.n_edges), g.clusters)
+    for adjacency in (g.adjacency, g.adjacency.toarray(), g.adjacency.tocoo()):
+        assert _canonical(EmpiricalGraph.from_adjacency(adjacency)) == _canonical(g)
+    nxg = g.to_networkx()
+    assert isinstance(nxg, nx.Graph) and nxg.number_of_edges() == g.n_edges
+    assert nxg.nodes[0]["cluster"] == g.clusters[0]
+    assert _canonical(EmpiricalGraph.from_networkx(nxg)) == _canonical(g)
+    # node labels of any kind, in the order of nodelist
+    labelled = nx.relabel_nodes(nxg, {i: f"client-{i}" for i in range(g.n_nodes)})
+    assert _canonical(EmpiricalGraph.from_networkx(labelled)) == _canonical(g)
+    assert np.array_equal(EmpiricalGraph.from_networkx(labelled, weight=None).weights, np.ones(g.n_edges))
+    for same in (g, nxg, g.adjacency, g.adjacency.toarray()):
+        assert _canonical(as_graph(same)) == _canonical(g)
+
+
+def test_graph_conversions_name_what_is_wrong():
+    with pytest.raises(GraphError, match=r"symmetric: A\[0, 1\] = 1.0 but A\[1, 0\] = 0.0"):
+        EmpiricalGraph.from_adjacency(np.array([[0.0, 1.0], [0.0, 0.0]]))
+    with pytest.raises(GraphError, match="self-loops"):
+        EmpiricalGraph.from_adjacency(np.eye(2))
+    with pytest.raises(GraphError, match="square"):
+        EmpiricalGraph.from_adjacency(np.zeros((2, 3)))
+    with pytest.raises(GraphError, match="finite"):
+        EmpiricalGraph.from_adjacency(np.array([[0.0, np.nan], [np.nan, 0.0]]))
+    import networkx as nx
+
+    with pytest.raises(GraphError, match="directed"):
+        EmpiricalGraph.from_networkx(nx.DiGraph([(0, 1)]))
+    with pytest.raises(TypeError, match="graph must be an EmpiricalGraph, a networkx graph or an adjacency matrix"):
+        as_graph("ring")
+
+
+def test_entry_points_take_networkx_graphs_and_adjacency_matrices():
+    """gtv_primal_dual and mixing_matrix give the same result for the three formats."""
+    import networkx as nx
+
+    from networkedfl.algorithms.gossip import mixing_matrix
+    from networkedfl.algorithms.primal_dual import gtv_primal_dual
+    from networkedfl.data import NodeData
+    from networkedfl.losses import SquaredErrorLoss
+
+    rng = np.random.default_rng(0)
+    g = stochastic_block_model([4, 4], 0.9, 0.1, rng)
+    loss = SquaredErrorLoss(NodeData(rng.standard_normal((8, 3, 2)), rng.standard_normal((8, 3))))
+    reference = gtv_primal_dual(g, loss, lam=0.2, n_iter=20).weights
+    for other in (g.to_networkx(), g.adjacency, g.adjacency.toarray()):
+        # the same problem; edges may come in another order (summation order only)
+        np.testing.assert_allclose(gtv_primal_dual(other, loss, lam=0.2, n_iter=20).weights, reference,
+                                   rtol=1e-12, atol=1e-12)
+        assert (mixing_matrix(other) != mixing_matrix(g)).nnz == 0
+    assert isinstance(g.to_networkx(), nx.Graph)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,6 +22,8 @@ import scipy.sparse.csgraph  # noqa: F401  (registers sp.csgraph)
 __all__ = [
     "EmpiricalGraph",
     "GraphError",
+    "GraphLike",
+    "as_graph",
     "check_graph",
     "chain_of_clusters",
     "cluster_graph",
@@ -133,6 +136,75 @@ class EmpiricalGraph:
             if clusters.shape[0] != n:
                 raise GraphError(f"clusters has {clusters.shape[0]} labels for {n} nodes")
             object.__setattr__(self, "clusters", clusters)
+
+    @classmethod
+    def from_adjacency(cls, adjacency: Any, *, clusters: np.ndarray | None = None,
+                       rtol: float = 1e-12) -> EmpiricalGraph:
+        """The graph of a symmetric weighted adjacency matrix, dense or scipy sparse.
+
+        Every non-zero entry ``A_ij = A_ji`` with ``i < j`` becomes an edge of weight
+        ``A_ij``; zeros (stored or not) are non-edges.  The matrix must be square, finite,
+        symmetric (up to ``rtol`` times its largest magnitude) and zero on the diagonal.
+        """
+        a = sp.csr_matrix(adjacency, dtype=np.float64) if sp.issparse(adjacency) else None
+        if a is None:
+            dense = np.asarray(adjacency, dtype=np.float64)
+            if dense.ndim != 2:
+                raise GraphError(f"adjacency must be a square matrix, got shape {dense.shape}")
+            a = sp.csr_matrix(dense)
+        if a.shape[0] != a.shape[1]:
+            raise GraphError(f"adjacency must be square, got shape {a.shape}")
+        if not np.all(np.isfinite(a.data)):
+            raise GraphError("adjacency entries must be finite (found NaN or inf)")
+        a.eliminate_zeros()
+        loops = np.flatnonzero(a.diagonal())
+        if loops.size:
+            raise GraphError(f"adjacency has non-zero diagonal entries (self-loops) at nodes {_first(loops)}")
+        asym = (a - a.T).tocoo()
+        scale = float(np.abs(a.data).max(initial=0.0))
+        bad = np.abs(asym.data) > rtol * max(scale, 1e-300)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            i, j = int(asym.row[k]), int(asym.col[k])
+            raise GraphError(f"adjacency must be symmetric: A[{i}, {j}] = {a[i, j]} but A[{j}, {i}] = {a[j, i]}")
+        upper = sp.triu(a, k=1).tocoo()
+        return cls(a.shape[0], np.stack([upper.row, upper.col], axis=1).astype(np.int64), upper.data,
+                   clusters=clusters)
+
+    @classmethod
+    def from_networkx(cls, graph: Any, *, weight: str | None = "weight", default: float = 1.0,
+                      nodelist: Sequence[Any] | None = None, clusters: np.ndarray | None = None) -> EmpiricalGraph:
+        """The graph of an undirected :mod:`networkx` graph (``Graph`` or ``MultiGraph``).
+
+        Node ``i`` is the ``i``-th of ``nodelist`` (default ``list(graph.nodes)``, insertion
+        order); an edge's weight is its attribute ``weight`` (``default`` where missing;
+        ``weight=None``: every weight ``default``).  A ``MultiGraph`` gives
+        ``parallel_edges=True``.  Self-loops and directed graphs are refused.
+        """
+        if graph.is_directed():
+            raise GraphError("a directed networkx graph has no empirical graph: pass graph.to_undirected()")
+        nodes = list(graph.nodes) if nodelist is None else list(nodelist)
+        index = {node: i for i, node in enumerate(nodes)}
+        if len(index) != len(nodes) or set(index) != set(graph.nodes):
+            raise GraphError("nodelist must hold every node of the graph exactly once")
+        rows = [(index[u], index[v], default if weight is None else data.get(weight, default))
+                for u, v, data in graph.edges(data=True)]
+        edges = np.array([(u, v) for u, v, _ in rows], dtype=np.int64).reshape(-1, 2)
+        weights = np.array([w for _, _, w in rows], dtype=np.float64)
+        return cls(len(nodes), edges, weights, clusters=clusters, parallel_edges=bool(graph.is_multigraph()))
+
+    def to_networkx(self) -> Any:
+        """A :mod:`networkx` ``Graph`` (``MultiGraph`` with parallel edges) on nodes
+        ``0 .. n - 1``, edge attribute ``weight``, node attribute ``cluster`` if known."""
+        import networkx as nx  # optional: only this method needs it
+
+        out = nx.MultiGraph() if self.parallel_edges else nx.Graph()
+        if self.clusters is None:
+            out.add_nodes_from(range(self.n_nodes))
+        else:
+            out.add_nodes_from((i, {"cluster": int(c)}) for i, c in enumerate(self.clusters))
+        out.add_weighted_edges_from((int(i), int(j), float(w)) for (i, j), w in zip(self.edges, self.weights, strict=True))
+        return out
 
     @property
     def n_edges(self) -> int:
@@ -398,3 +470,22 @@ def check_graph(
         n_comp, _ = sp.csgraph.connected_components(_structure(graph), directed=False)
         raise GraphError(f"{purpose}: the graph must be connected, it has {n_comp} components")
     return graph
+
+
+#: What the public entry points accept as a graph (:func:`as_graph`).
+GraphLike = Any
+
+
+def as_graph(graph: GraphLike, *, name: str = "graph") -> EmpiricalGraph:
+    """An :class:`EmpiricalGraph` from what users have: an ``EmpiricalGraph`` (returned as
+    it is), an undirected :mod:`networkx` graph (:meth:`EmpiricalGraph.from_networkx`) or a
+    symmetric adjacency matrix, dense or scipy sparse (:meth:`EmpiricalGraph.from_adjacency`).
+    Every public entry point that takes a graph accepts all three."""
+    if isinstance(graph, EmpiricalGraph):
+        return graph
+    if hasattr(graph, "is_directed") and hasattr(graph, "edges") and hasattr(graph, "nodes"):
+        return EmpiricalGraph.from_networkx(graph)
+    if sp.issparse(graph) or isinstance(graph, np.ndarray | list):
+        return EmpiricalGraph.from_adjacency(graph)
+    raise TypeError(f"{name} must be an EmpiricalGraph, a networkx graph or an adjacency matrix, "
+                    f"got {type(graph).__name__}")

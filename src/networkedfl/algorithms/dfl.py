@@ -47,7 +47,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..graphs import EmpiricalGraph
+from ..graphs import EmpiricalGraph, as_graph
 from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
 from ._result import (
     Callback,
@@ -116,6 +116,8 @@ def mixing_operator(
     stochastic.  Scipy matrices become sparse tensors, dense ones stay dense.  One gossip
     sends a model along every non-zero off-diagonal entry: that count is returned.
     """
+    if hasattr(mixing, "is_directed"):  # a networkx graph (a matrix here is W itself)
+        mixing = as_graph(mixing, name="mixing")
     if isinstance(mixing, EmpiricalGraph):
         # consensus needs a connected graph; the Laplacian rule mixes by weight
         mixing.check(purpose="DFL", require_connected=True, allow_zero_weights=rule != "laplacian")

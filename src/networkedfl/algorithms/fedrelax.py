@@ -47,7 +47,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..graphs import EmpiricalGraph
+from ..graphs import EmpiricalGraph, GraphLike, as_graph
 from ..progress import show_progress
 
 __all__ = [
@@ -160,7 +160,7 @@ def _standard_normal(rng: np.random.Generator, n: int, r: int, d: int) -> np.nda
 
 
 def fedrelax(
-    graph: EmpiricalGraph,
+    graph: GraphLike,
     features: Any,
     labels: Any,
     public: Any,
@@ -222,6 +222,7 @@ def fedrelax(
     FedRelaxResult
         The fitted local models (``estimators[i]`` belongs to node ``i``) and the history.
     """
+    graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
     n = graph.n_nodes
     if alpha < 0 or not np.isfinite(alpha):
         raise ValueError(f"alpha must be finite and non-negative, got {alpha!r}")

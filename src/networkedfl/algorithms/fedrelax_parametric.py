@@ -51,7 +51,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..graphs import EmpiricalGraph
+from ..graphs import EmpiricalGraph, GraphLike, as_graph
 from ..models import DeviceLike, GeneratorLike, make_generator, require_generator
 from ..progress import show_progress
 
@@ -174,7 +174,7 @@ def adjacency_tensor(graph: EmpiricalGraph, dtype: torch.dtype, device: DeviceLi
 
 
 def linear_problem(
-    graph: EmpiricalGraph,
+    graph: GraphLike,
     features: Any,
     labels: Any,
     public: Any,
@@ -200,6 +200,7 @@ def linear_problem(
     dtype, device
         Precision and device of the returned tensors.
     """
+    graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
     device = torch.device(device)
     x, s = _padded(features, sample_weights, dtype, device, "features")
     if isinstance(labels, Tensor | np.ndarray):

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor
 
-from ..graphs import EmpiricalGraph
+from ..graphs import GraphLike, as_graph
 from ..models import ClientData, DeviceLike, FlatModel, GeneratorLike, make_generator
 from ._result import (
     Callback,
@@ -54,7 +54,7 @@ def _symmetric_offdiagonal(n: int, edges: np.ndarray, values: np.ndarray) -> sp.
 
 
 def mixing_matrix(
-    graph: EmpiricalGraph, rule: str = "metropolis", alpha: float | None = None
+    graph: GraphLike, rule: str = "metropolis", alpha: float | None = None
 ) -> sp.csr_matrix:
     """Symmetric, doubly stochastic gossip matrix supported on the graph's edges.
 
@@ -86,6 +86,7 @@ def mixing_matrix(
     scipy.sparse.csr_matrix
         ``(n, n)`` without explicit zeros.
     """
+    graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
     if rule not in MIXING_RULES:
         raise ValueError(f"unknown mixing rule {rule!r}; expected one of {', '.join(MIXING_RULES)}")
     if alpha is not None and rule != "laplacian":
@@ -169,7 +170,7 @@ def consensus_distance(params: Tensor) -> float:
 def decentralized_fedavg(
     model: FlatModel,
     data: ClientData,
-    graph: EmpiricalGraph,
+    graph: GraphLike,
     *,
     n_rounds: int,
     local_epochs: int,
@@ -217,6 +218,7 @@ def decentralized_fedavg(
         messages of ``P`` floats, counted in ``messages_up``; there is no download).
         History rows hold ``consensus_distance`` after the round's gossip.
     """
+    graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
     device = torch.device(device)
     n_rounds = _check_positive_int(n_rounds, "n_rounds")
     gossip_steps = _check_positive_int(gossip_steps, "gossip_steps")

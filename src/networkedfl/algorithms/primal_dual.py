@@ -26,7 +26,7 @@ import numpy as np
 from scipy.sparse.linalg import splu
 from tqdm.auto import tqdm
 
-from ..graphs import EmpiricalGraph, GraphError
+from ..graphs import EmpiricalGraph, GraphError, GraphLike, as_graph
 from ..losses import LocalLoss
 from ..penalties import Penalty, get_penalty
 from ..progress import show_progress
@@ -263,7 +263,7 @@ def primal_dual_gap(
 
 
 def gtv_primal_dual(
-    graph: EmpiricalGraph,
+    graph: GraphLike,
     loss: LocalLoss,
     penalty: str | Penalty = "nlasso",
     lam: float | np.ndarray = 1.0,
@@ -322,6 +322,7 @@ def gtv_primal_dual(
     progress
         Show a tqdm progress bar (``None``: as :func:`networkedfl.progress.show_progress` decides).
     """
+    graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
     penalty = get_penalty(penalty)
     if isinstance(n_iter, bool) or not isinstance(n_iter, int | np.integer) or n_iter < 1:
         raise ValueError(f"n_iter must be a positive integer, got {n_iter!r}")
