@@ -457,3 +457,12 @@ def test_entry_points_take_networkx_graphs_and_adjacency_matrices():
                                    rtol=1e-12, atol=1e-12)
         assert (mixing_matrix(other) != mixing_matrix(g)).nnz == 0
     assert isinstance(g.to_networkx(), nx.Graph)
+    # DFL (a matrix there is the mixing matrix W itself) and BiG-FL take networkx graphs too
+    from networkedfl.algorithms.bigfl import normalized_adjacency
+    from networkedfl.algorithms.dfl import mixing_operator
+
+    torch_w, messages = mixing_operator(g)
+    torch_w_nx, messages_nx = mixing_operator(g.to_networkx())
+    assert messages_nx == messages
+    assert np.allclose(torch_w_nx.to_dense().numpy(), torch_w.to_dense().numpy())
+    assert np.allclose(normalized_adjacency(g.to_networkx()).numpy(), normalized_adjacency(g).numpy())

@@ -24,6 +24,7 @@ __all__ = [
     "GraphError",
     "GraphLike",
     "as_graph",
+    "is_networkx_graph",
     "check_graph",
     "chain_of_clusters",
     "cluster_graph",
@@ -472,6 +473,12 @@ def check_graph(
     return graph
 
 
+def is_networkx_graph(obj: Any) -> bool:
+    """Whether ``obj`` looks like a :mod:`networkx` graph (checked by its methods, so that
+    networkx is never imported here)."""
+    return all(hasattr(obj, name) for name in ("is_directed", "edges", "nodes"))
+
+
 #: What the public entry points accept as a graph (:func:`as_graph`).
 GraphLike = Any
 
@@ -483,7 +490,7 @@ def as_graph(graph: GraphLike, *, name: str = "graph") -> EmpiricalGraph:
     Every public entry point that takes a graph accepts all three."""
     if isinstance(graph, EmpiricalGraph):
         return graph
-    if hasattr(graph, "is_directed") and hasattr(graph, "edges") and hasattr(graph, "nodes"):
+    if is_networkx_graph(graph):
         return EmpiricalGraph.from_networkx(graph)
     if sp.issparse(graph) or isinstance(graph, np.ndarray | list):
         return EmpiricalGraph.from_adjacency(graph)

@@ -108,7 +108,7 @@ from torch import Tensor
 from torch.func import vjp
 from tqdm.auto import tqdm
 
-from ..graphs import EmpiricalGraph, as_graph
+from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
 from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator, require_generator
 from ._result import (
     Callback,
@@ -193,7 +193,7 @@ def normalized_adjacency(
     """``D~^{-1/2} (A + I) D~^{-1/2}`` with ``D~_ii = sum_j (A + I)_ij`` (eq. (10.13); Kipf &
     Welling 2017), dense ``(n, n)``.  ``graph`` is an :class:`EmpiricalGraph` (edge weights
     as ``A``), a networkx graph or an adjacency matrix."""
-    if hasattr(graph, "is_directed"):  # networkx
+    if is_networkx_graph(graph):
         graph = as_graph(graph)
     if isinstance(graph, EmpiricalGraph):
         # every client needs a linked neighbour (the positive pairs of (10.14))

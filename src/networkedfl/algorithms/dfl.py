@@ -47,7 +47,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..graphs import EmpiricalGraph, as_graph
+from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
 from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
 from ._result import (
     Callback,
@@ -116,7 +116,7 @@ def mixing_operator(
     stochastic.  Scipy matrices become sparse tensors, dense ones stay dense.  One gossip
     sends a model along every non-zero off-diagonal entry: that count is returned.
     """
-    if hasattr(mixing, "is_directed"):  # a networkx graph (a matrix here is W itself)
+    if is_networkx_graph(mixing):  # a matrix here is W itself, not an adjacency
         mixing = as_graph(mixing, name="mixing")
     if isinstance(mixing, EmpiricalGraph):
         # consensus needs a connected graph; the Laplacian rule mixes by weight
