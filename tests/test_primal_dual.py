@@ -556,3 +556,38 @@ def test_bad_input_is_named_before_any_iteration():
     assert gtv_primal_dual(graph, loss, lam=0.1, n_iter=np.int64(3)).n_iter == 3
     with pytest.warns(UserWarning, match="the sampling mask selects no node"):
         SquaredErrorLoss(data, mask=np.zeros(10, dtype=bool))
+
+
+def test_ragged_clients_equal_a_per_node_reference():
+    """Issue 19: nodes with different sample counts (NodeData.from_ragged, zero-padded and
+    batched).  Value, closed-form prox, conjugate and the GTV solution equal those computed
+    node by node on the unpadded data."""
+    rng = np.random.default_rng(7)
+    sizes = [2, 5, 3, 8, 1, 4]
+    xs = [rng.standard_normal((m, 2)) for m in sizes]
+    ys = [rng.standard_normal(m) for m in sizes]
+    data = NodeData.from_ragged(xs, ys)
+    assert data.features.shape == (6, 8, 2) and data.samples_per_node.tolist() == sizes
+    fx, fy = data.pooled(np.array([1, 4]))
+    assert np.array_equal(fx, np.concatenate([xs[1], xs[4]])) and np.array_equal(fy, np.concatenate([ys[1], ys[4]]))
+    mask = np.array([True, True, False, True, True, True])
+    loss = SquaredErrorLoss(data, mask=mask)
+    w = rng.standard_normal((6, 2))
+    expected = [np.mean((y - x @ wi) ** 2) if keep else 0.0 for x, y, wi, keep in zip(xs, ys, w, mask, strict=True)]
+    np.testing.assert_allclose(loss.value(w), expected, rtol=1e-12)
+    tau = rng.uniform(0.5, 2.0, 6)
+    w_hat = rng.standard_normal((6, 2))
+    got = loss.prox_operator(tau)(w_hat)
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        q = 2 * x.T @ x / len(y) * mask[i]
+        b = 2 * x.T @ y / len(y) * mask[i]
+        np.testing.assert_allclose(got[i], np.linalg.solve(tau[i] * q + np.eye(2), w_hat[i] + tau[i] * b), rtol=1e-10)
+    # the GTV solution satisfies its optimality condition node by node: 0 in grad L_i + (D^T u)_i
+    graph = stochastic_block_model([3, 3], 1.0, 0.5, rng)
+    result = gtv_primal_dual(graph, loss, penalty="mocha", lam=0.3, n_iter=20000, gap_tol=1e-10)
+    grad = np.stack([2 * x.T @ (x @ wi - y) / len(y) * keep for x, y, wi, keep in zip(xs, ys, result.weights, mask, strict=True)])
+    edge_diff = graph.incidence @ result.weights
+    penalty_grad = graph.incidence.T @ (2 * 0.3 * graph.weights[:, None] * edge_diff)
+    np.testing.assert_allclose(grad + penalty_grad, 0.0, atol=1e-6)
+    with pytest.raises(ValueError, match=r"counts must lie in \[1, 8\]; nodes \[1\]"):
+        NodeData(data.features, data.labels, np.array([2, 0, 3, 8, 1, 4]))

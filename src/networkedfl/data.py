@@ -8,6 +8,7 @@ point.  True weights are constant over clusters, optionally perturbed per node.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,18 +30,27 @@ LABEL_NOISE = ("per_sample", "per_node")
 
 @dataclass(frozen=True, eq=False)
 class NodeData:
-    """Equal-sized local datasets of all nodes, stacked.
+    """Local datasets of all nodes, stacked (padded when their sizes differ).
 
     Attributes
     ----------
     features
-        Array of shape ``(n, m, d)``: ``m`` feature vectors per node.
+        Array of shape ``(n, m, d)``: up to ``m`` feature vectors per node.
     labels
         Array of shape ``(n, m)``.
+    counts
+        Optional ``(n,)`` number of real samples of every node (``1 <= counts[i] <= m``):
+        node ``i``'s samples are its first ``counts[i]`` rows, and the rows after them are
+        padding, set to zero on construction.  ``None``: every node has ``m`` samples.
+        :meth:`from_ragged` builds it from per-node arrays.  Zero rows add nothing to a
+        squared error, so :class:`~networkedfl.losses.SquaredErrorLoss` (and with it
+        :func:`~networkedfl.algorithms.primal_dual.gtv_primal_dual`) only needs the counts
+        for its ``1/m_i``.
     """
 
     features: np.ndarray
     labels: np.ndarray
+    counts: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         x, y = np.asarray(self.features, float), np.asarray(self.labels, float)
@@ -50,8 +60,38 @@ class NodeData:
             )
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
             raise ValueError("local datasets contain NaN or infinite values")
+        if self.counts is not None:
+            counts = np.asarray(self.counts)
+            if counts.shape != (x.shape[0],) or not np.issubdtype(counts.dtype, np.integer):
+                raise ValueError(f"counts must be {x.shape[0]} integers (one per node), got {self.counts!r}")
+            bad = np.flatnonzero((counts < 1) | (counts > x.shape[1]))
+            if bad.size:
+                raise ValueError(f"counts must lie in [1, {x.shape[1]}]; nodes {bad[:10].tolist()} have "
+                                 f"{counts[bad[:10]].tolist()}")
+            padding = np.arange(x.shape[1])[None, :] >= counts[:, None]
+            x, y = np.where(padding[:, :, None], 0.0, x), np.where(padding, 0.0, y)  # copies
+            object.__setattr__(self, "counts", counts.astype(np.int64))
         object.__setattr__(self, "features", x)
         object.__setattr__(self, "labels", y)
+
+    @classmethod
+    def from_ragged(cls, features: Sequence[np.ndarray], labels: Sequence[np.ndarray]) -> NodeData:
+        """From per-node arrays ``features[i]`` ``(m_i, d)`` and ``labels[i]`` ``(m_i,)`` of
+        different sizes, zero-padded to the largest ``m_i``."""
+        if len(features) != len(labels) or not len(features):
+            raise ValueError(f"need one features and one labels array per node, got {len(features)} and {len(labels)}")
+        xs = [np.asarray(f, float) for f in features]
+        ys = [np.asarray(v, float) for v in labels]
+        for i, (f, v) in enumerate(zip(xs, ys, strict=True)):
+            if f.ndim != 2 or v.shape != f.shape[:1] or f.shape[1] != xs[0].shape[1]:
+                raise ValueError(f"node {i}: features must be (m_i, {xs[0].shape[1]}) and labels (m_i,), "
+                                 f"got {f.shape} and {v.shape}")
+        counts = np.array([len(v) for v in ys], dtype=np.int64)
+        m, d = int(counts.max()), xs[0].shape[1]
+        x, y = np.zeros((len(xs), m, d)), np.zeros((len(xs), m))
+        for i, (f, v) in enumerate(zip(xs, ys, strict=True)):  # data assembly, once
+            x[i, : len(v)], y[i, : len(v)] = f, v
+        return cls(x, y, counts)
 
     @property
     def n_nodes(self) -> int:
@@ -59,15 +99,24 @@ class NodeData:
 
     @property
     def n_samples(self) -> int:
+        """The padded length ``m`` (every node's sample count when :attr:`counts` is ``None``)."""
         return int(self.features.shape[1])
+
+    @property
+    def samples_per_node(self) -> np.ndarray:
+        """``(n,)`` real sample counts ``m_i``."""
+        return np.full(self.n_nodes, self.n_samples) if self.counts is None else self.counts
 
     @property
     def dim(self) -> int:
         return int(self.features.shape[2])
 
     def pooled(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Features ``(k*m, d)`` and labels ``(k*m,)`` of the selected nodes, concatenated."""
-        return self.features[nodes].reshape(-1, self.dim), self.labels[nodes].reshape(-1)
+        """Features ``(sum m_i, d)`` and labels ``(sum m_i,)`` of the selected nodes'
+        real samples, concatenated."""
+        nodes = np.asarray(nodes)
+        real = np.arange(self.n_samples)[None, :] < self.samples_per_node[nodes][:, None]
+        return self.features[nodes][real], self.labels[nodes][real]
 
 
 def cluster_weights_per_node(clusters: np.ndarray, cluster_weights: np.ndarray) -> np.ndarray:

@@ -50,12 +50,13 @@ REDUCTIONS = ("mean", "sum")
 
 @dataclass(frozen=True, eq=False)
 class SquaredErrorLoss:
-    """Average squared error ``L_i(w) = (1/m) ||y_i - X_i w||^2`` at nodes in ``M``.
+    """Average squared error ``L_i(w) = (1/m_i) ||y_i - X_i w||^2`` at nodes in ``M``.
 
     Parameters
     ----------
     data
-        Local datasets of all nodes.
+        Local datasets of all nodes; their sizes ``m_i`` may differ (:attr:`NodeData.counts`,
+        :meth:`NodeData.from_ragged`): everything stays batched over the zero-padded arrays.
     mask
         Boolean sampling set ``M``; nodes outside carry the trivial loss ``L_i = 0``.
         ``None`` means all nodes.
@@ -109,7 +110,7 @@ class SquaredErrorLoss:
     def _quadratic(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``L_i(w) = 1/2 w^T Q_i w - b_i^T w + c_i`` (zero at nodes outside ``M``)."""
         x, y = self.data.features, self.data.labels
-        m = self.data.n_samples if self.reduction == "mean" else 1
+        m = self.data.samples_per_node if self.reduction == "mean" else 1  # m_i (ragged clients)
         scale = self.mask.astype(float) * (2.0 / m)
         q = scale[:, None, None] * np.einsum("nmi,nmj->nij", x, x)
         b = scale[:, None] * np.einsum("nmi,nm->ni", x, y)
@@ -137,9 +138,9 @@ class SquaredErrorLoss:
         return prox
 
     def value(self, w: np.ndarray) -> np.ndarray:
-        resid = self.data.labels - np.einsum("nmd,nd->nm", self.data.features, w)
-        reduce = np.mean if self.reduction == "mean" else np.sum
-        return self.mask * reduce(resid**2, axis=1)
+        resid = self.data.labels - np.einsum("nmd,nd->nm", self.data.features, w)  # 0 on padding
+        total = np.sum(resid**2, axis=1)
+        return self.mask * (total / self.data.samples_per_node if self.reduction == "mean" else total)
 
     @cached_property
     def _eig(self) -> tuple[np.ndarray, np.ndarray]:
