@@ -7,10 +7,12 @@ here.  The PyTorch baselines are imported from their modules, e.g.
 """
 
 from .fedavg_proximal import fedavg_proximal
+from .gtv_regressor import GTVRegressor
 from .pooled import PooledFit, pooled_linear_regression, pooled_per_group, pooled_tree
 from .primal_dual import HistoryRecorder, PrimalDualResult, gtv_primal_dual
 
 __all__ = [
+    "GTVRegressor",
     "HistoryRecorder",
     "PooledFit",
     "PrimalDualResult",

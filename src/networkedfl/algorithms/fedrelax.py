@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from ..graphs import EmpiricalGraph, GraphLike, as_graph
@@ -328,7 +330,10 @@ def predict_nodes(estimators: Sequence[Any], features: Any) -> list[np.ndarray] 
     return preds
 
 
-class FedRelax:
+_NOT_FITTED = "This %(name)s is not fitted yet: call fit(graph, X, y, public) first."
+
+
+class FedRelax(BaseEstimator):
     """Scikit-learn-style FedRelax (Algorithm 1) for a network of arbitrary regressors.
 
     Example
@@ -403,12 +408,19 @@ class FedRelax:
 
     def predict(self, X: Any) -> list[np.ndarray] | np.ndarray:
         """Predictions of node ``i``'s model on ``X[i]`` for every node."""
-        if not hasattr(self, "estimators_"):
-            raise RuntimeError("FedRelax is not fitted yet: call fit(graph, X, y, public) first")
+        check_is_fitted(self, "estimators_", msg=_NOT_FITTED)
         return predict_nodes(self.estimators_, X)
+
+    def score(self, X: Any, y: Any) -> float:
+        """Coefficient of determination R^2 of every node's predictions on its ``(X[i],
+        y[i])``, pooled over the nodes (the ``score`` of scikit-learn regressors)."""
+        from sklearn.metrics import r2_score
+
+        predictions = self.predict(X)
+        return float(r2_score(np.concatenate([np.ravel(t) for t in y]),
+                              np.concatenate([np.ravel(p) for p in predictions])))
 
     def predict_node(self, node: int, X: np.ndarray) -> np.ndarray:
         """Predictions of node ``node``'s model on ``X`` ``(m, d)``."""
-        if not hasattr(self, "estimators_"):
-            raise RuntimeError("FedRelax is not fitted yet: call fit(graph, X, y, public) first")
+        check_is_fitted(self, "estimators_", msg=_NOT_FITTED)
         return np.asarray(self.estimators_[node].predict(np.asarray(X, float)), float)

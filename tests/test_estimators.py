@@ -1,0 +1,105 @@
+"""scikit-learn estimators: GTVRegressor and FedRelax (issue 19 item 5).
+
+Both take the graph first, ``fit(graph, X, y, ...)``, because every node has its own model.
+So the checks of :mod:`sklearn.utils.estimator_checks` that call ``fit(X, y)`` on a plain
+design matrix (fitting, predicting, pickling a fitted model, sample weights, dtypes) do not
+apply. The checks on construction, parameters and cloning do apply, and run here.
+"""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.tree import DecisionTreeRegressor
+from sklearn.utils import estimator_checks as checks
+
+from networkedfl.algorithms import GTVRegressor, gtv_primal_dual
+from networkedfl.algorithms.fedrelax import FedRelax
+from networkedfl.data import NodeData, linear_model_data
+from networkedfl.fedrelax_data import clustered_data
+from networkedfl.graphs import stochastic_block_model
+from networkedfl.losses import SquaredErrorLoss
+
+APPLICABLE = [
+    checks.check_estimator_cloneable,
+    checks.check_estimator_repr,
+    checks.check_get_params_invariance,
+    checks.check_set_params,
+    checks.check_no_attributes_set_in_init,
+    checks.check_parameters_default_constructible,
+    checks.check_do_not_raise_errors_in_init_or_set_params,
+]
+
+
+@pytest.mark.parametrize("check", APPLICABLE, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("make", [lambda: GTVRegressor(lam=0.3, n_iter=50),
+                                  lambda: FedRelax(DecisionTreeRegressor(max_depth=2), alpha=0.1, n_iter=2)],
+                         ids=["GTVRegressor", "FedRelax"])
+def test_applicable_sklearn_checks(check, make):
+    estimator = make()
+    check(type(estimator).__name__, estimator)
+
+
+def _instance(seed=0):
+    rng = np.random.default_rng(seed)
+    graph = stochastic_block_model([6, 6], 0.9, 0.02, rng)
+    w_true = np.where(np.arange(12)[:, None] < 6, [1.0, -1.0], [-2.0, 0.5])
+    x = rng.standard_normal((12, 8, 2))
+    y = np.einsum("nmd,nd->nm", x, w_true) + 0.05 * rng.standard_normal((12, 8))
+    return graph, x, y, w_true
+
+
+def test_gtv_regressor_is_gtv_primal_dual_and_clones():
+    graph, x, y, w_true = _instance()
+    model = GTVRegressor(lam=0.2, n_iter=400)
+    with pytest.raises(NotFittedError, match="call fit\\(graph, X, y\\) first"):
+        model.predict(x)
+    fitted = model.fit(graph, x, y)
+    assert fitted is model
+    direct = gtv_primal_dual(graph, SquaredErrorLoss(NodeData(x, y)), "nlasso", 0.2, 400)
+    np.testing.assert_array_equal(model.weights_, direct.weights)
+    np.testing.assert_allclose(model.predict(x), np.einsum("nmd,nd->nm", x, direct.weights))
+    assert model.score(x, y) > 0.95
+    twin = clone(model)
+    assert twin.get_params() == model.get_params() and not hasattr(twin, "weights_")
+    np.testing.assert_array_equal(twin.fit(graph.adjacency, x, y).weights_, model.weights_)  # any graph format
+    # a sampling mask: the unsampled nodes get their cluster's weights through the graph
+    mask = np.ones(12, dtype=bool)
+    mask[[2, 9]] = False
+    masked = GTVRegressor(lam=0.2, n_iter=2000).fit(graph, x, y, mask=mask)
+    assert np.abs(masked.weights_[[2, 9]] - w_true[[2, 9]]).max() < 0.3
+
+
+def test_gtv_regressor_takes_ragged_nodes():
+    graph, x, y, _ = _instance(1)
+    sizes = [8, 3, 5, 8, 2, 6, 7, 4, 8, 1, 5, 6]
+    xs, ys = [x[i, :m] for i, m in enumerate(sizes)], [y[i, :m] for i, m in enumerate(sizes)]
+    model = GTVRegressor(lam=0.2, n_iter=300).fit(graph, xs, ys)
+    direct = gtv_primal_dual(graph, SquaredErrorLoss(NodeData.from_ragged(xs, ys)), "nlasso", 0.2, 300)
+    np.testing.assert_array_equal(model.weights_, direct.weights)
+    pred = model.predict(xs)
+    assert [len(p) for p in pred] == sizes
+    assert model.score(xs, ys) > 0.9
+    with pytest.raises(ValueError, match="lam must be finite and non-negative"):
+        GTVRegressor(lam=-1.0).fit(graph, x, y)
+
+
+def test_fedrelax_is_a_clonable_estimator_with_a_score():
+    data = clustered_data([6, 6], 0.9, 0.0, 2, 10, 20, 10, 0.0, np.random.default_rng(3))
+    model = FedRelax(DecisionTreeRegressor(max_depth=3, random_state=0), alpha=0.05, n_iter=2, random_state=0)
+    with pytest.raises(NotFittedError):
+        model.predict(data.val_features)
+    model.fit(data.graph, data.features, data.labels, data.public)
+    twin = clone(model).fit(data.graph, data.features, data.labels, data.public)
+    np.testing.assert_array_equal(twin.predict(data.val_features), model.predict(data.val_features))
+    score = model.score(data.val_features, data.val_labels)
+    pred = model.predict(data.val_features).ravel()
+    truth = data.val_labels.ravel()
+    assert score == pytest.approx(1 - np.sum((truth - pred) ** 2) / np.sum((truth - truth.mean()) ** 2))
+
+
+def test_linear_model_data_still_builds_node_data():
+    """The equal-sized NodeData of the GTV experiments is unchanged by the ragged support."""
+    true_weights = np.repeat(np.array([[1.0, 2.0], [-1.0, 0.0]]), 5, axis=0)
+    data = linear_model_data(true_weights, 4, 0.1, np.random.default_rng(1))
+    assert data.counts is None and data.samples_per_node.tolist() == [4] * 10
