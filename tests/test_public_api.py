@@ -1,0 +1,39 @@
+"""Issue 19's bar, as a user would write it: only the public API, a networkx karate-club graph
+with random weights and int seeds, running GTV, FedRelax with a decision tree, and FedAvg on a
+Dirichlet label partition."""
+
+import networkx as nx
+import numpy as np
+from sklearn.tree import DecisionTreeRegressor
+
+from networkedfl.algorithms import GTVRegressor
+from networkedfl.algorithms.fedavg import fedavg
+from networkedfl.algorithms.fedrelax import FedRelax
+from networkedfl.models import softmax_regression
+from networkedfl.partition import client_data, dirichlet_label_skew
+
+
+def test_own_network_with_the_public_api():
+    rng = np.random.default_rng(0)
+    graph = nx.karate_club_graph()
+    for u, v in graph.edges:
+        graph.edges[u, v]["weight"] = rng.uniform(0.5, 1.5)
+    n = graph.number_of_nodes()
+    club = np.array([graph.nodes[i]["club"] == "Officer" for i in graph.nodes], dtype=int)
+    w = np.where(club[:, None] == 1, [1.0, -1.0], [-1.0, 2.0])  # one linear model per club
+    x = rng.standard_normal((n, 10, 2))
+    y = np.einsum("nmd,nd->nm", x, w) + 0.1 * rng.standard_normal((n, 10))
+
+    gtv = GTVRegressor(lam=0.1, n_iter=500).fit(graph, x, y)
+    assert gtv.weights_.shape == (n, 2) and gtv.score(x, y) > 0.95
+    public = rng.standard_normal((n, 20, 2))
+    trees = FedRelax(DecisionTreeRegressor(max_depth=3, random_state=0), alpha=0.05, n_iter=3,
+                     random_state=0).fit(graph, x, y, public)
+    assert trees.score(x, y) > 0.8
+
+    features = rng.standard_normal((2000, 5))
+    labels = (features @ rng.standard_normal((5, 3))).argmax(axis=1)
+    parts = dirichlet_label_skew(labels, 10, 0.5, seed=1)
+    result = fedavg(softmax_regression(5, 3), client_data(features, labels, parts), n_rounds=5,
+                    local_epochs=1, batch_size=32, lr=0.1, generator=2)
+    assert result.global_params.shape == (1, 18) and bool(np.isfinite(result.global_params.numpy()).all())
