@@ -31,3 +31,10 @@ def test_slurm_profile_declares_cluster_resources(repo):
     assert profile["executor"] == "slurm"
     assert {"slurm_account", "slurm_partition", "runtime", "mem_mb"} <= set(profile["default-resources"])
     assert all({"runtime", "mem_mb"} <= set(r) for r in profile["set-resources"].values())
+
+
+def test_the_default_profile_leaves_resources_to_cluster_profiles(repo):
+    """profiles/default is read on every run and overrides a global --profile key by key: it
+    must not set resources, or a cluster profile's default-resources would be replaced."""
+    profile = yaml.safe_load((repo / "profiles" / "default" / "config.yaml").read_text())
+    assert not {"default-resources", "set-resources", "resources"} & set(profile)
