@@ -65,10 +65,6 @@ def _split(order: np.ndarray, owner: np.ndarray, n_clients: int) -> list[np.ndar
     return [np.sort(order[by_client[bounds[c]: bounds[c + 1]]]) for c in range(n_clients)]
 
 
-def _check_min_size(parts: list[np.ndarray], min_size: int) -> bool:
-    return min(len(p) for p in parts) >= min_size
-
-
 def dirichlet_label_skew(labels: Any, n_clients: int, alpha: float, *, seed: Seed = None,
                          min_size: int = 1, max_tries: int = 100) -> list[np.ndarray]:
     """Label-skewed partition: for every class ``k``, ``p_k ~ Dir(alpha 1_n)`` and the
@@ -90,7 +86,7 @@ def dirichlet_label_skew(labels: Any, n_clients: int, alpha: float, *, seed: See
             share = rng.dirichlet(np.full(n, float(alpha)))
             owner[members] = np.repeat(np.arange(n), largest_remainder(len(members), share)[0])
         parts = _split(np.arange(y.size), owner, n)
-        if _check_min_size(parts, min_size):
+        if min(len(p) for p in parts) >= min_size:
             return parts
     raise ValueError(f"no Dirichlet(alpha={alpha}) label partition gave every one of {n} clients "
                      f"{min_size} samples in {max_tries} draws: raise alpha or lower min_size")

@@ -95,7 +95,6 @@ class GTVRegressor(RegressorMixin, BaseEstimator):
         """R^2 of the predictions of all nodes, pooled over their samples."""
         from sklearn.metrics import r2_score
 
-        pred = self.predict(X)
-        flat = [np.ravel(p) for p in pred] if isinstance(pred, list) else [pred.ravel()]
-        truth = [np.ravel(t) for t in y] if not isinstance(y, np.ndarray) else [y.ravel()]
-        return float(r2_score(np.concatenate(truth), np.concatenate(flat), sample_weight=sample_weight))
+        # rows of a stacked array and per-node arrays flatten alike
+        pred = np.concatenate([np.ravel(p) for p in self.predict(X)])
+        return float(r2_score(np.concatenate([np.ravel(t) for t in y]), pred, sample_weight=sample_weight))
