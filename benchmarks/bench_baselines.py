@@ -97,10 +97,10 @@ def main() -> None:
     bern = linear_regression(DIM, init="bernoulli")
 
     def run_fedavg(t: int) -> None:
-        fedavg(model, data, n_rounds=t, local_epochs=1, batch_size=BATCH, lr=LR, generator=0)
+        fedavg(model, data, n_rounds=t, local_epochs=1, batch_size=BATCH, lr=LR, seed=0)
 
     def run_ifca(t: int) -> None:
-        ifca(bern, data, n_clusters=2, n_rounds=t, lr=0.1, generator=0)
+        ifca(bern, data, n_clusters=2, n_rounds=t, lr=0.1, seed=0)
 
     def run_loop(t: int) -> None:
         loop_fedavg(model, data, t, torch.Generator().manual_seed(0))

@@ -150,7 +150,7 @@ def main() -> None:
 
     def epoch():
         local_momentum_sgd(model, data, epochs=1, batch_size=100, lr=0.1, momentum=0.5, init=w0,
-                           generator=np.random.default_rng(0), dtype=torch.float32)
+                           seed=np.random.default_rng(0), dtype=torch.float32)
 
     epoch()
     s = _median_seconds(epoch, args.repeats)

@@ -114,7 +114,7 @@ def test_fedavg_one_client_minibatch_equals_local_sgd_on_its_data():
     x, y = _linear_clients(rng, 1, 23, 3)
     data = ClientData.from_arrays(x, y)
     model = linear_regression(3)
-    res = fedavg(model, data, n_rounds=4, local_epochs=2, batch_size=5, lr=0.02, generator=11)
+    res = fedavg(model, data, n_rounds=4, local_epochs=2, batch_size=5, lr=0.02, seed=11)
     ref = local_sgd(
         model,
         torch.zeros(1, 3, dtype=torch.float64),
@@ -122,7 +122,7 @@ def test_fedavg_one_client_minibatch_equals_local_sgd_on_its_data():
         epochs=8,
         batch_size=5,
         lr=0.02,
-        generator=torch.Generator().manual_seed(11),
+        seed=torch.Generator().manual_seed(11),
     )
     torch.testing.assert_close(res.client_params, ref, rtol=0, atol=0)
 
@@ -203,7 +203,7 @@ def test_ifca_recovers_planted_partition():
         n_clusters=2,
         n_rounds=150,
         lr=0.1,
-        generator=0,
+        seed=0,
     )
     labels = res.assignment.numpy()
     assert adjusted_rand_score(truth_clusters, labels) == 1.0
@@ -216,7 +216,7 @@ def test_ifca_recovers_planted_partition():
     assert all(sum(row["cluster_sizes"]) == n for row in res.history)
     # "incorrect" IFCA is the same code with another k
     wrong = ifca(
-        linear_regression(d, init="bernoulli"), data, n_clusters=3, n_rounds=5, lr=0.1, generator=0
+        linear_regression(d, init="bernoulli"), data, n_clusters=3, n_rounds=5, lr=0.1, seed=0
     )
     assert wrong.global_params.shape == (3, d)
 
@@ -323,7 +323,7 @@ def test_decentralized_fedavg_trains_and_reaches_consensus():
     data = ClientData.from_arrays(x, y)
     model = linear_regression(3)
     res = decentralized_fedavg(
-        model, data, graph, n_rounds=40, local_epochs=1, batch_size=5, lr=0.02, generator=1
+        model, data, graph, n_rounds=40, local_epochs=1, batch_size=5, lr=0.02, seed=1
     )
     assert res.history[-1]["consensus_distance"] < 1e-3
     np.testing.assert_allclose(res.global_params[0].numpy(), [1.0, -2.0, 0.5], atol=0.1)
@@ -452,7 +452,7 @@ def test_local_sgd_partial_batches_and_padding():
         epochs=2,
         batch_size=2,
         lr=0.05,
-        generator=torch.Generator().manual_seed(0),
+        seed=torch.Generator().manual_seed(0),
     )
     expected = []
     for xi, yi, steps in ((a, 3.0, 4), (b, -1.0, 10)):
@@ -476,23 +476,23 @@ def test_local_sgd_partial_batches_and_padding():
                 torch.zeros(3, 2, dtype=torch.float64),
                 ClientData.from_arrays(xf, yf, [5, 9, 2]),
                 **kw,
-                generator=torch.Generator().manual_seed(3),
+                seed=torch.Generator().manual_seed(3),
             )
         )
     torch.testing.assert_close(runs[0], runs[1], rtol=0, atol=0)
 
 
-def test_minibatches_need_a_generator():
-    data = ClientData.from_arrays(np.zeros((2, 5, 2)), np.zeros((2, 5)))
-    with pytest.raises(ValueError, match="generator"):
-        local_sgd(
-            linear_regression(2),
-            torch.zeros(2, 2, dtype=torch.float64),
-            data,
-            epochs=1,
-            batch_size=2,
-            lr=0.1,
-        )
+def test_minibatches_without_a_seed_draw_fresh_entropy():
+    """``seed=None`` runs (numpy's convention: fresh entropy); an int seed reproduces."""
+    data = ClientData.from_arrays(np.arange(20.0).reshape(2, 5, 2), np.arange(10.0).reshape(2, 5))
+
+    def run(seed):
+        return local_sgd(linear_regression(2), torch.zeros(2, 2, dtype=torch.float64), data,
+                         epochs=1, batch_size=2, lr=0.01, seed=seed)
+
+    assert torch.isfinite(run(None)).all()
+    torch.testing.assert_close(run(3), run(3), rtol=0, atol=0)
+    assert not torch.equal(run(3), run(4))
 
 
 # ---------------------------------------------------------------- determinism
@@ -514,7 +514,7 @@ def test_same_seed_same_result_other_seed_other_batches():
             batch_size=3,
             lr=0.05,
             client_fraction=0.5,
-            generator=seed,
+            seed=seed,
         )
 
     first, again, other = run(torch.Generator().manual_seed(4)), run(4), run(5)
@@ -527,11 +527,11 @@ def test_same_seed_same_result_other_seed_other_batches():
     # the mini-batch orders differ between seeds
     g4, g5 = torch.Generator().manual_seed(4), torch.Generator().manual_seed(5)
     start = torch.zeros(8, 3, dtype=torch.float64)
-    a = local_sgd(model, start, data, epochs=1, batch_size=3, lr=0.05, generator=g4)
-    b = local_sgd(model, start, data, epochs=1, batch_size=3, lr=0.05, generator=g5)
+    a = local_sgd(model, start, data, epochs=1, batch_size=3, lr=0.05, seed=g4)
+    b = local_sgd(model, start, data, epochs=1, batch_size=3, lr=0.05, seed=g5)
     assert not torch.equal(a, b)
     # local training epoch by epoch = one local_sgd call with all epochs
-    loc = local_training(model, data, epochs=3, batch_size=3, lr=0.05, generator=7)
+    loc = local_training(model, data, epochs=3, batch_size=3, lr=0.05, seed=7)
     ref = local_sgd(
         model,
         start,
@@ -539,7 +539,7 @@ def test_same_seed_same_result_other_seed_other_batches():
         epochs=3,
         batch_size=3,
         lr=0.05,
-        generator=torch.Generator().manual_seed(7),
+        seed=torch.Generator().manual_seed(7),
     )
     torch.testing.assert_close(loc.client_params, ref, rtol=0, atol=0)
     assert loc.history[-1]["messages_total"] == 0

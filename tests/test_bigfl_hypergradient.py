@@ -186,7 +186,7 @@ def test_bigfl_round_from_the_equilibrium_descends_the_ul_objective(options):
     alpha = 1e-2
     res = bigfl(prob.model, prob.data, prob.graph, n_rounds=1, local_steps=2, lr_lower=0.1,
                 lr_upper=alpha, batch_size=None, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
-                n_negatives=N, init=start, generator=0, **options)
+                n_negatives=N, init=start, seed=0, **options)
     torch.testing.assert_close(res.client_params, start, rtol=0, atol=1e-12)
     torch.testing.assert_close(res.phi, eye - alpha * grad, rtol=1e-4, atol=1e-8)
     assert prob.ell(res.phi) < before
@@ -201,7 +201,7 @@ def test_recorded_upper_loss_is_the_ul_loss_at_the_lower_level_iterate():
     init = prob.model.initial_params(torch.Generator().manual_seed(3), dtype=DT)
     res = bigfl(prob.model, prob.data, prob.graph, n_rounds=40, local_steps=5, lr_lower=0.1,
                 lr_upper=1e-12, batch_size=None, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
-                n_negatives=N, init=init, generator=0)
+                n_negatives=N, init=init, seed=0)
     recorded = np.array([row["upper_loss"] for row in res.history])
     eye = torch.eye(prob.d, dtype=DT)
     at_start = float(upper_loss(eye, init.expand(N, -1), prob.prop, prob.neighbours, *prob.negatives, LAM_UPPER))
@@ -243,7 +243,7 @@ def test_bigfl_history_diagnostics_isolate_the_upper_level_step():
     alpha = 1e-3
     res = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr_lower=0.1,
                 lr_upper=alpha, batch_size=4, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
-                n_negatives=1, neumann_scale=0.0, init=init, generator=0)
+                n_negatives=1, neumann_scale=0.0, init=init, seed=0)
     h = {key: np.array([row[key] for row in res.history])
          for key in ("upper_loss", "upper_step_decrease", "upper_loss_full", "upper_loss_identity",
                      "hypergradient_norm", "phi_distance")}

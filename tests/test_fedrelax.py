@@ -252,7 +252,7 @@ def test_exact_solver_and_rmsprop_reach_the_same_fixed_point():
     target = fixed_point(problem, alpha)
     exact = fedrelax_linear(problem, alpha, n_iter=400, solver="exact", init="zeros").weights
     np.testing.assert_allclose(exact, target, atol=1e-9)
-    rms = fedrelax_linear(problem, alpha, n_iter=6000, lr=0.001, generator=0).weights
+    rms = fedrelax_linear(problem, alpha, n_iter=6000, lr=0.001, seed=0).weights
     np.testing.assert_allclose(rms, target, atol=5e-3)
     # the fixed point zeroes every node's gradient of (16) with its neighbours at the fixed point
     np.testing.assert_allclose(node_gradients(problem, target, alpha), 0.0, atol=1e-9)
@@ -299,7 +299,7 @@ def test_coupling_helps_trees_on_clustered_data():
     errs = {}
     for alpha in (0.0, 0.05):
         res = fedrelax(data.graph, data.features, data.labels, data.public, factory, alpha=alpha,
-                       n_iter=3, self_distillation=20, rng=np.random.default_rng(0))
+                       n_iter=3, self_distillation=20, seed=np.random.default_rng(0))
         errs[alpha] = validation_mse(predict_nodes(res.estimators, data.val_features), data.val_labels)
     assert errs[0.05] < 0.8 * errs[0.0]
 
@@ -309,9 +309,9 @@ def test_public_subsample_keeps_the_objective_when_it_shares_everything():
     est = LinearRegression(fit_intercept=False)
     full = fedrelax(data.graph, data.features, data.labels, data.public, est, alpha=0.2, n_iter=2)
     every = fedrelax(data.graph, data.features, data.labels, data.public, est, alpha=0.2, n_iter=2,
-                     public_subsample=data.public.shape[1], rng=np.random.default_rng(0))
+                     public_subsample=data.public.shape[1], seed=np.random.default_rng(0))
     some = fedrelax(data.graph, data.features, data.labels, data.public, est, alpha=0.2, n_iter=2,
-                    public_subsample=3, rng=np.random.default_rng(0))
+                    public_subsample=3, seed=np.random.default_rng(0))
     coef = lambda r: np.stack([m.coef_ for m in r.estimators])  # noqa: E731
     np.testing.assert_allclose(coef(every), coef(full), atol=1e-10)
     assert not np.allclose(coef(some), coef(full))
@@ -322,13 +322,13 @@ def test_bad_inputs_are_named():
     with pytest.raises(ValueError, match="one estimator per node"):
         fedrelax(data.graph, data.features, data.labels, data.public, [LinearRegression()] * 3,
                  alpha=0.1, n_iter=1)
-    with pytest.raises(ValueError, match="rng"):
+    with pytest.raises(TypeError, match="seed must be"):
         fedrelax(data.graph, data.features, data.labels, data.public, LinearRegression(),
-                 alpha=0.1, n_iter=1, self_distillation=5)
+                 alpha=0.1, n_iter=1, self_distillation=5, seed=0.5)
     with pytest.raises(ValueError, match="alpha"):
         fedrelax_linear(_problem(data), -1.0, n_iter=1, init="zeros")
-    with pytest.raises(ValueError, match="generator"):
-        fedrelax_linear(_problem(data), 0.1, n_iter=1)
+    with pytest.raises(TypeError, match="seed must be"):
+        fedrelax_linear(_problem(data), 0.1, n_iter=1, seed="0")
 
 
 # ----------------------------------------------------------------------------- experiments

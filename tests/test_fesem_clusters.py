@@ -97,7 +97,7 @@ def test_fesem_recovers_planted_clusters_from_the_figures_initialisation(seed, c
     assert kwargs["n_clusters"] == 3
     states = []
     res = fesem(model, ClientBatches.from_arrays(x, y, dtype=torch.float64), n_rounds=12,
-                init=init, generator=generator, dtype=torch.float64,
+                init=init, seed=generator, dtype=torch.float64,
                 callback=lambda s: states.append((s.client_params.clone(), s.global_params.clone(),
                                                   s.assignment.clone())), **kwargs)
     labels = res.assignment.numpy()
@@ -139,7 +139,7 @@ def test_fesem_with_frozen_coordinates_clusters_by_the_data_not_by_the_mask(seed
     mask = torch.as_tensor(np.repeat(~absent, D_OUT, axis=1), dtype=torch.float64)
     start = init.reshape(1, -1) * mask  # absent rows start at 0 (as zero_absent_rows)
     res = fesem(model, ClientBatches.from_arrays(x, y, dtype=torch.float64), n_rounds=8,
-                init=start, mask=mask, mask_average=True, generator=generator, dtype=torch.float64,
+                init=start, mask=mask, mask_average=True, seed=generator, dtype=torch.float64,
                 **figure_kwargs(config))
     assert same_partition(res.assignment.numpy(), truth), res.assignment.tolist()
     assert all(sorted(row["cluster_sizes"]) == [N_PER] * 3 for row in res.history)

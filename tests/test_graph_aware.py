@@ -106,8 +106,8 @@ def test_dfl_sgd_on_complete_graph_equals_fedavg_steps_minibatch_schedule_and_ma
     mask = (torch.rand(6, model.n_params, generator=torch.Generator().manual_seed(1)) > 0.3).double()
     kw = dict(n_rounds=5, local_steps=4, lr=inverse_sqrt(0.2), batch_size=5, mask=mask)
     a, b = [], []
-    dfl_sgd(model, data, complete_graph(6), order="atc", generator=7, callback=_history_params(a), **kw)
-    fedavg_steps(model, data, generator=7, callback=_history_params(b), **kw)
+    dfl_sgd(model, data, complete_graph(6), order="atc", seed=7, callback=_history_params(a), **kw)
+    fedavg_steps(model, data, seed=7, callback=_history_params(b), **kw)
     for x, y in zip(a, b, strict=True):
         torch.testing.assert_close(x, y, rtol=0, atol=1e-12)
     init = model.initial_params()
@@ -146,7 +146,7 @@ def test_gradient_tracker_average_equals_average_gradient_every_step(tau):
     batches = ClientBatches.from_client_data(data)
     states = list(dfl_iterates(model, batches, w, n_steps=25, local_steps=tau, lr=inverse_sqrt(0.3),
                                batch_size=8, method="gt", params=params,
-                               generator=torch.Generator().manual_seed(3)))
+                               seed=torch.Generator().manual_seed(3)))
     for s in states:
         torch.testing.assert_close(s.tracker.mean(0), s.gradients.mean(0), rtol=0, atol=1e-12)
     # the tracker is not simply the local gradient (it mixes across clients)
@@ -173,7 +173,7 @@ def test_fesem_recovers_three_well_separated_centres():
     truth = np.repeat(np.array([[4.0, 0.0], [-4.0, 0.0], [0.0, 4.0]]), 5, axis=0)
     data, _ = regression_data(n=15, m=25, d=2, clusters=truth, noise=0.05, seed=2)
     res = fesem(linear_regression(2), data, n_clusters=3, n_rounds=30, local_steps=5, lr=0.1,
-                batch_size=None, lam=0.1, generator=np.random.default_rng(0))
+                batch_size=None, lam=0.1, seed=np.random.default_rng(0))
     labels = res.assignment.numpy()
     true_labels = np.repeat([0, 1, 2], 5)
     # the same partition (up to relabelling)
@@ -287,7 +287,7 @@ def test_bigfl_runs_batched_with_mask_and_projection():
     seen = []
     res = bigfl(model, data, ring(6), n_rounds=3, local_steps=2, lr_lower=0.05, lr_upper=0.05,
                 batch_size=4, lam=0.1, kappa=0.01, n_negatives=2, embedding=proj, mask=mask,
-                generator=0, callback=lambda s: seen.append(s.round) or {"custom": 1})
+                seed=0, callback=lambda s: seen.append(s.round) or {"custom": 1})
     assert res.phi.shape == (4, 4) and not torch.allclose(res.phi, torch.eye(4, dtype=torch.float64))
     init = model.initial_params()
     assert torch.equal(res.client_params[:, :3], init[:3].expand(6, -1))
@@ -316,7 +316,7 @@ def test_frozen_coordinates_never_change_in_any_algorithm():
     mask[0, :5] = 0.0
     mask[2, -3:] = 0.0
     init = model.initial_params()
-    kw = dict(n_rounds=2, local_steps=2, batch_size=5, mask=mask, generator=1)
+    kw = dict(n_rounds=2, local_steps=2, batch_size=5, mask=mask, seed=1)
     runs = {
         "fedavg": fedavg_steps(model, data, lr=0.1, **kw),
         "dfl_sgd": dfl_sgd(model, data, ring(4), lr=0.1, **kw),
@@ -340,7 +340,7 @@ def test_vector_targets_and_sparse_mixing_matrix_are_accepted():
     net = torch.nn.Linear(2, 3, bias=False).double()
     model = from_module(net, lambda out, tgt: ((out - tgt) ** 2).mean(-1))
     w = sp.csr_matrix(mixing_matrix(ring(4)))
-    res = dfl_sgd(model, batches, w, n_rounds=2, local_steps=2, lr=0.1, batch_size=3, generator=0)
+    res = dfl_sgd(model, batches, w, n_rounds=2, local_steps=2, lr=0.1, batch_size=3, seed=0)
     assert res.client_params.shape == (4, 6) and len(res.history) == 2
     assert res.log[0]["messages_up"] == 8
 

@@ -101,8 +101,8 @@ def test_tsne_and_learnt_graph_separate_two_clusters_reproducibly():
     features = rng.normal(size=(n_nodes * m, 10)) + np.repeat(centres, m)[:, None]
     node = np.repeat(np.arange(n_nodes), m)
     tsne = {"early_exaggeration_iter": 50, "n_iter": 100, "perplexity": 10, "pca_components": 5}
-    a = learn_graph(features, node, random_state=4, n_neighbours=2, tsne=tsne)
-    b = learn_graph(features, node, random_state=4, n_neighbours=2, tsne=tsne)
+    a = learn_graph(features, node, seed=4, n_neighbours=2, tsne=tsne)
+    b = learn_graph(features, node, seed=4, n_neighbours=2, tsne=tsne)
     assert np.array_equal(a.embedding, b.embedding) and np.array_equal(a.graph.edges, b.graph.edges)
     assert a.embedding.shape == (n_nodes * m, 2)
     cluster = (np.arange(n_nodes) >= 3).astype(int)
@@ -111,5 +111,5 @@ def test_tsne_and_learnt_graph_separate_two_clusters_reproducibly():
     assert a.distances[same & off].max() < a.distances[~same].min()
     assert np.all(cluster[a.graph.edges[:, 0]] == cluster[a.graph.edges[:, 1]])
     assert set(a.seconds) == {"tsne", "kl", "knn"}
-    other = tsne_embedding(features, random_state=5, **tsne)
+    other = tsne_embedding(features, seed=5, **tsne)
     assert not np.array_equal(other, a.embedding)

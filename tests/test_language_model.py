@@ -66,8 +66,9 @@ def test_forward_equals_torch_layers_and_loss_is_token_cross_entropy():
     torch.testing.assert_close(model.forward(params, ids.double()), expected)  # float ids
     per_window = torch.nn.functional.cross_entropy(expected.transpose(1, 2), targets, reduction="none").mean(1)
     torch.testing.assert_close(model.sample_loss(expected, targets), per_window)
-    with pytest.raises(ValueError, match="generator"):
-        model.initial_params(None)
+    assert model.initial_params(None).shape == (model.n_params,)  # seed=None: fresh entropy
+    with pytest.raises(ValueError, match="needs a torch.Generator"):  # the protocol itself
+        model.init(None, torch.float64, torch.device("cpu"))
 
 
 def _cyclic_corpus(n_clients: int, vocab: int, length: int, windows: int, offsets) -> ClientBatches:
@@ -86,7 +87,7 @@ def test_loss_decreases_on_a_tiny_corpus():
     params = model.initial_params(torch.Generator().manual_seed(1))[None]
     first = float(client_token_losses(model, params, data.features, data.targets, data.sample_weights)[0])
     assert first == pytest.approx(math.log(6), abs=0.3)  # near uniform at the start
-    result = fedavg_steps(model, data, n_rounds=40, local_steps=10, lr=0.5, batch_size=4, generator=0)
+    result = fedavg_steps(model, data, n_rounds=40, local_steps=10, lr=0.5, batch_size=4, seed=0)
     last = float(client_token_losses(model, result.client_params, data.features, data.targets,
                                      data.sample_weights)[0])
     assert last < 0.25 * first
@@ -116,7 +117,7 @@ def masked_problem():
 def test_frozen_rows_stay_zero_after_training(masked_problem, method):
     lay, model, data, present, init = masked_problem
     mask = torch.as_tensor(lay.frozen_rows_mask(present), dtype=torch.float64)
-    kw = dict(n_rounds=3, local_steps=3, batch_size=3, mask=mask, init=init, generator=4)
+    kw = dict(n_rounds=3, local_steps=3, batch_size=3, mask=mask, init=init, seed=4)
     held = method != "fedavg_plain"
     if method.startswith("fedavg"):
         res = fedavg_steps(model, data, lr=0.3, mask_average=held, **kw)
@@ -268,7 +269,7 @@ def test_next_word_batches_draw_the_windows_of_the_wrapped_source():
     model = nplm(NPLMLayout(9, 3, 4))
     init = model.initial_params(torch.Generator().manual_seed(0))
     runs = [fedavg_steps(model, data, n_rounds=2, local_steps=2, lr=0.5, batch_size=3, init=init,
-                         generator=torch.Generator().manual_seed(1)) for data in (windows, source)]
+                         seed=torch.Generator().manual_seed(1)) for data in (windows, source)]
     torch.testing.assert_close(runs[0].client_params, runs[1].client_params)
 
 

@@ -33,7 +33,7 @@ def test_csv_logger_writes_one_row_per_round_and_feeds_the_history(tmp_path):
 
     seen = []
     with CSVLogger(tmp_path / "logs" / "run.csv", {"train_loss": train_loss}) as log:
-        result = fedavg(model, data, n_rounds=4, local_epochs=1, batch_size=4, lr=0.05, generator=0,
+        result = fedavg(model, data, n_rounds=4, local_epochs=1, batch_size=4, lr=0.05, seed=0,
                         callback=compose(log, lambda s: seen.append(s.round) or {"extra": s.round * 10}))
     rows = _rows(tmp_path / "logs" / "run.csv")
     assert [int(r["round"]) for r in rows] == [1, 2, 3, 4] == seen
@@ -44,7 +44,7 @@ def test_csv_logger_writes_one_row_per_round_and_feeds_the_history(tmp_path):
     assert losses[-1] < losses[0]  # the logged metric is the real training loss, which falls
     # mode="a" continues the file without a second header
     with CSVLogger(tmp_path / "logs" / "run.csv", {"train_loss": train_loss}, mode="a") as log:
-        fedavg(model, data, n_rounds=1, local_epochs=1, batch_size=4, lr=0.05, generator=0, callback=log)
+        fedavg(model, data, n_rounds=1, local_epochs=1, batch_size=4, lr=0.05, seed=0, callback=log)
     assert len(_rows(tmp_path / "logs" / "run.csv")) == 5
     with pytest.raises(ValueError, match="reserved"):
         CSVLogger(tmp_path / "x.csv", {"round": train_loss})
@@ -64,6 +64,6 @@ def test_tensorboard_logger_writes_scalars_when_installed(tmp_path):
     pytest.importorskip("tensorboard")
     data, model = _data(), linear_regression(3)
     with TensorBoardLogger(tmp_path, {"weight_norm": lambda s: float(torch.linalg.norm(s.global_params))}) as log:
-        result = fedavg(model, data, n_rounds=2, local_epochs=1, batch_size=4, lr=0.05, generator=0, callback=log)
+        result = fedavg(model, data, n_rounds=2, local_epochs=1, batch_size=4, lr=0.05, seed=0, callback=log)
     assert [h["weight_norm"] > 0 for h in result.history] == [True, True]
     assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())

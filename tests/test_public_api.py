@@ -35,5 +35,5 @@ def test_own_network_with_the_public_api():
     labels = (features @ rng.standard_normal((5, 3))).argmax(axis=1)
     parts = dirichlet_label_skew(labels, 10, 0.5, seed=1)
     result = fedavg(softmax_regression(5, 3), client_data(features, labels, parts), n_rounds=5,
-                    local_epochs=1, batch_size=32, lr=0.1, generator=2)
+                    local_epochs=1, batch_size=32, lr=0.1, seed=2)
     assert result.global_params.shape == (1, 18) and bool(np.isfinite(result.global_params.numpy()).all())

@@ -206,8 +206,8 @@ def test_ppmi_svd_embedding_separates_two_topics():
     docs = [rng.choice(5, 30) + 5 * (k % 2) for k in range(200)]  # topics {0..4} and {5..9}
     ids = np.concatenate(docs)
     doc = np.repeat(np.arange(len(docs)), 30)
-    emb = ppmi_svd_embedding(ids, doc, 12, dim=4, window=3, rng=np.random.default_rng(1))
-    again = ppmi_svd_embedding(ids, doc, 12, dim=4, window=3, rng=np.random.default_rng(1))
+    emb = ppmi_svd_embedding(ids, doc, 12, dim=4, window=3, seed=np.random.default_rng(1))
+    again = ppmi_svd_embedding(ids, doc, 12, dim=4, window=3, seed=np.random.default_rng(1))
     np.testing.assert_array_equal(emb, again)
     assert emb.shape == (12, 4)
     np.testing.assert_allclose(np.linalg.norm(emb[:10], axis=1), 1.0)
@@ -222,14 +222,14 @@ def test_load_glove(tmp_path):
     vocab = build_vocabulary([["the", "cat"]])
     path = tmp_path / "glove.txt"
     path.write_text("The 1 2 3\nzebra 0 0 0\ncat 4 5 6\n")
-    matrix, found = load_glove(path, vocab, dim=3, rng=np.random.default_rng(0), missing_scale=0.01)
+    matrix, found = load_glove(path, vocab, dim=3, seed=np.random.default_rng(0), missing_scale=0.01)
     np.testing.assert_array_equal(matrix[vocab.id("the")], [1, 2, 3])
     np.testing.assert_array_equal(matrix[vocab.id("cat")], [4, 5, 6])
     assert found.tolist() == [False, False, True, True]
     assert np.all(np.abs(matrix[~found]) < 0.1) and np.any(matrix[~found] != 0)
     path.write_text("cat 1 2\n")
     with pytest.raises(ValueError, match="2 values, expected 3"):
-        load_glove(path, vocab, dim=3, rng=np.random.default_rng(0))
+        load_glove(path, vocab, dim=3, seed=np.random.default_rng(0))
 
 
 def test_tfidf_and_knn_client_graph():

@@ -170,7 +170,7 @@ def test_grouped_fedavg_equals_fedavg_run_on_every_group_alone():
     x, y = _least_squares_clients()
     model, init = _linear(), torch.tensor([0.3, -0.2, 0.1], dtype=torch.float64)
     kw = {"n_rounds": 4, "local_steps": 3, "lr": 0.05, "batch_size": None, "init": init,
-          "generator": 0, "dtype": torch.float64}
+          "seed": 0, "dtype": torch.float64}
     groups = np.array([2, 0, 2, 1, 0, 2])
     out = fedavg_steps(model, ClientBatches.from_arrays(x, y, dtype=torch.float64), groups=groups, **kw)
     for g in np.unique(groups):
@@ -191,4 +191,4 @@ def test_grouped_fedavg_rejects_a_wrong_group_vector():
     x, y = _least_squares_clients()
     with pytest.raises(ValueError, match="groups must be 6 non-negative integers"):
         fedavg_steps(_linear(), ClientBatches.from_arrays(x, y), n_rounds=1, local_steps=1, lr=0.1,
-                     batch_size=None, generator=0, groups=np.array([0, 1]))
+                     batch_size=None, seed=0, groups=np.array([0, 1]))

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .seeding import Seed, as_rng
+
 __all__ = [
     "LABEL_NOISE",
     "NodeData",
@@ -125,12 +127,13 @@ def cluster_weights_per_node(clusters: np.ndarray, cluster_weights: np.ndarray) 
 
 
 def perturb_weights(
-    weights: np.ndarray, scale: float, rng: np.random.Generator
+    weights: np.ndarray, scale: float, seed: Seed = None
 ) -> np.ndarray:
     """Per-node perturbation ``w_i + scale * eps_i / ||w_i||``, ``eps_i ~ N(0, I)``.
 
     This is the unbalanced-clusters setting of GTV Sec. IX-B2 with ``scale = 1e-3``.
     """
+    rng = as_rng(seed)
     weights = np.asarray(weights, float)
     norms = np.linalg.norm(weights, axis=1, keepdims=True)
     if np.any(norms == 0):
@@ -139,7 +142,7 @@ def perturb_weights(
 
 
 def perturb_cluster_weights(
-    cluster_weights: np.ndarray, scale: float, rng: np.random.Generator
+    cluster_weights: np.ndarray, scale: float, seed: Seed = None
 ) -> np.ndarray:
     """One perturbation per cluster: ``w^(c) + scale * z_c / |w^(c)|``, ``z_c ~ N(0, 1)``.
 
@@ -148,6 +151,7 @@ def perturb_cluster_weights(
     draw per cluster, divided entrywise by the absolute weights, shared by all nodes of the
     cluster, so the true weights stay piecewise constant over the clusters.
     """
+    rng = as_rng(seed)
     w = np.asarray(cluster_weights, float)
     if np.any(w == 0):
         raise ValueError("cannot divide a perturbation by a zero entry of a cluster weight")
@@ -159,7 +163,7 @@ def linear_model_data(
     true_weights: np.ndarray,
     n_samples: int,
     noise_std: float,
-    rng: np.random.Generator,
+    seed: Seed = None,
     *,
     feature_cov: np.ndarray | None = None,
     noise: str = "per_sample",
@@ -174,7 +178,7 @@ def linear_model_data(
         Data points per node ``m``.
     noise_std
         Standard deviation ``sigma`` of the label noise, drawn per data point.
-    rng
+    seed
         Source of randomness.
     feature_cov
         Optional covariance of the features: ``(d, d)`` for all nodes or ``(n, d, d)``
@@ -186,6 +190,7 @@ def linear_model_data(
         ``published`` variant).  Both draw the features first, so the features of the two
         options are identical for one generator state.
     """
+    rng = as_rng(seed)
     w = np.asarray(true_weights, float)
     n, d = w.shape
     if noise_std < 0:
@@ -203,8 +208,9 @@ def linear_model_data(
     return NodeData(z, y)
 
 
-def sampling_mask(n_nodes: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
+def sampling_mask(n_nodes: int, fraction: float, seed: Seed = None) -> np.ndarray:
     """Boolean mask of the sampling set ``M``: ``floor(fraction * n)`` nodes drawn uniformly."""
+    rng = as_rng(seed)
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"sampling fraction M must be in [0, 1], got {fraction}")
     k = int(np.floor(fraction * n_nodes + 1e-9))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .graphs import EmpiricalGraph, stochastic_block_model
+from .seeding import Seed, as_rng
 
 __all__ = [
     "FedRelaxData",
@@ -101,7 +102,7 @@ def clustered_data(
     n_val: int,
     n_public: int,
     sigma: float,
-    rng: np.random.Generator,
+    seed: Seed = None,
     *,
     edge_weight: float = 1.0,
 ) -> FedRelaxData:
@@ -120,9 +121,10 @@ def clustered_data(
         ``m_i``, ``m_i^(val)`` and ``m^(P)`` per node.
     sigma
         Label-noise standard deviation.
-    rng
+    seed
         Source of randomness (graph, true weights, features, noise, public data in that order).
     """
+    rng = as_rng(seed)
     _check_sizes(dim=dim, n_train=n_train, n_val=n_val, n_public=n_public)
     if sigma < 0:
         raise ValueError(f"sigma must be non-negative, got {sigma}")
@@ -194,7 +196,7 @@ def noniid_data(
     n_val: int,
     n_public: int,
     sigma: float,
-    rng: np.random.Generator,
+    seed: Seed = None,
 ) -> FedRelaxData:
     """Non-i.i.d. local datasets of FedRelax Algorithm 3 on the complete similarity graph.
 
@@ -210,9 +212,10 @@ def noniid_data(
         ``n`` and ``K`` (the paper: 150 and 3).
     dim, n_train, n_val, n_public, sigma
         As in :func:`clustered_data`.
-    rng
+    seed
         Source of randomness.
     """
+    rng = as_rng(seed)
     _check_sizes(n_nodes=n_nodes, n_components=n_components, dim=dim, n_train=n_train,
                  n_val=n_val, n_public=n_public)
     if sigma < 0:

@@ -21,6 +21,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from .graphs import EmpiricalGraph
+from .seeding import Seed, as_rng
 
 __all__ = [
     "CHAPTER_INPUT_RANGES",
@@ -72,7 +73,7 @@ class HeterogeneousNodes:
 
 
 def heterogeneous_nodes(
-    rng: np.random.Generator,
+    seed: Seed = None,
     *,
     dim: int,
     n_train: int,
@@ -90,6 +91,7 @@ def heterogeneous_nodes(
     ``standardize_targets``: labels likewise, per node (a node whose training labels are
     constant, e.g. a saturated sigmoid or an inactive ReLU, is only centred).
     """
+    rng = as_rng(seed)
     if len(input_ranges) != len(nonlinearities):
         raise ValueError("need one input range per nonlinearity")
     unknown = [f for f in nonlinearities if f not in NONLINEARITIES]
@@ -120,10 +122,11 @@ def heterogeneous_nodes(
 
 
 def gaussian_mixture_centres(
-    rng: np.random.Generator, n_centres: int, dim: int, centre_range: Sequence[float]
+    seed: Seed, n_centres: int, dim: int, centre_range: Sequence[float]
 ) -> np.ndarray:
     """``(K, dim)`` mixture centres with i.i.d. entries ``U[lo, hi]`` (Table 10.1: range of
     centre ``[-0.5, 0.5]``)."""
+    rng = as_rng(seed)
     lo, hi = centre_range
     return rng.uniform(lo, hi, size=(n_centres, dim))
 
@@ -171,7 +174,7 @@ def _gcn_propagation(graph: EmpiricalGraph) -> np.ndarray:
 
 
 def homologous_graphs(
-    rng: np.random.Generator,
+    seed: Seed = None,
     *,
     n_nodes: int,
     n_centres: int,
@@ -192,6 +195,7 @@ def homologous_graphs(
     ``D~^{-1/2} (A + I) D~^{-1/2}`` ("following Eq. (10.13)"); ``propagate=False``: ``W_i =
     z_i``.
     """
+    rng = as_rng(seed)
     r, c = (int(v) for v in weight_shape)
     dim = r * c
     centres = gaussian_mixture_centres(rng, n_centres, dim, centre_range)
@@ -208,10 +212,11 @@ def homologous_graphs(
 
 
 def node_regression_data(
-    rng: np.random.Generator, weights: np.ndarray, n_samples: int, input_range: Sequence[float]
+    seed: Seed, weights: np.ndarray, n_samples: int, input_range: Sequence[float]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Node data of Table 10.1: ``X_i ~ U[lo, hi]^{m x r}`` and ``Y_i = X_i W_i`` for the
     weights ``(n, r, c)``; returns ``X`` ``(n, m, r)`` and ``Y`` ``(n, m, c)``."""
+    rng = as_rng(seed)
     lo, hi = input_range
     n, r, _ = weights.shape
     x = rng.uniform(lo, hi, size=(n, n_samples, r))

@@ -33,6 +33,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from .graphs import EmpiricalGraph, GraphError
+from .seeding import Seed, int_seed
 
 __all__ = [
     "LearntGraph",
@@ -78,7 +79,7 @@ def pca_projection(features: np.ndarray, n_components: int) -> np.ndarray:
 def tsne_embedding(
     features: np.ndarray,
     *,
-    random_state: int,
+    seed: Seed,
     n_components: int = 2,
     perplexity: float = 30.0,
     early_exaggeration_iter: int = 250,
@@ -95,9 +96,11 @@ def tsne_embedding(
     ----------
     features
         ``(N, F)`` samples, e.g. flattened images of all nodes.
-    random_state
-        Integer seed of openTSNE (nearest-neighbour index and optimisation); the same
-        seed and ``n_jobs`` give the same embedding.
+    seed
+        Seed of openTSNE (nearest-neighbour index and optimisation): an ``int`` is passed
+        on as it is, a numpy ``Generator`` gives one integer draw
+        (:func:`networkedfl.seeding.int_seed`); the same seed and ``n_jobs`` give the same
+        embedding.
     n_components
         Embedding dimension (2 in the GTV paper).
     perplexity, early_exaggeration_iter, n_iter
@@ -146,7 +149,7 @@ def tsne_embedding(
             negative_gradient_method=negative_gradient_method,
             ints_in_interval=float(ints_in_interval),
             n_jobs=int(n_jobs),
-            random_state=int(random_state),
+            random_state=int_seed(seed),
             verbose=False,
         )
         return np.asarray(tsne.fit(x), dtype=np.float64)
@@ -423,7 +426,7 @@ def learn_graph(
     features: np.ndarray,
     node_of_sample: Sequence[int] | np.ndarray,
     *,
-    random_state: int,
+    seed: Seed,
     n_neighbours: int = 4,
     kl_k: int = 1,
     kernel_scale: float = 1.0,
@@ -443,8 +446,8 @@ def learn_graph(
         ``(N, F)`` training samples of all nodes.
     node_of_sample
         ``(N,)`` node of every sample.
-    random_state
-        Seed of t-SNE.
+    seed
+        Seed of t-SNE (see :func:`tsne_embedding`).
     n_neighbours
         ``k`` of the k-NN graph (GTV: 4).
     kl_k
@@ -467,7 +470,7 @@ def learn_graph(
     n_nodes = int(node.max()) + 1
     seconds: dict[str, float] = {}
     start = time.perf_counter()
-    embedding = tsne_embedding(features, random_state=random_state, n_jobs=n_jobs, **(tsne or {}))
+    embedding = tsne_embedding(features, seed=seed, n_jobs=n_jobs, **(tsne or {}))
     seconds["tsne"] = time.perf_counter() - start
     start = time.perf_counter()
     points = sort_columns_per_node(embedding, node) if sort_columns else embedding

@@ -19,6 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph  # noqa: F401  (registers sp.csgraph)
 
+from .seeding import Seed, as_rng
+
 __all__ = [
     "EmpiricalGraph",
     "GraphError",
@@ -312,7 +314,7 @@ def stochastic_block_model(
     sizes: Sequence[int],
     p_in: float,
     p_out: float,
-    rng: np.random.Generator,
+    seed: Seed = None,
     *,
     weight: float = 1.0,
 ) -> EmpiricalGraph:
@@ -330,11 +332,12 @@ def stochastic_block_model(
         Number of nodes per cluster; nodes are numbered cluster by cluster.
     p_in, p_out
         Intra- and inter-cluster edge probabilities.
-    rng
+    seed
         Source of randomness.
     weight
         Weight ``A_e`` of every edge.
     """
+    rng = as_rng(seed)
     for name, p in (("p_in", p_in), ("p_out", p_out)):
         if not 0.0 <= p <= 1.0:
             raise GraphError(f"{name} must be a probability in [0, 1], got {p}")

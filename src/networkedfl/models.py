@@ -59,7 +59,7 @@ InitFn = Callable[[torch.Generator | None, torch.dtype, torch.device], Tensor]
 # --------------------------------------------------------------------------- randomness
 
 
-def make_generator(source: GeneratorLike | None) -> torch.Generator | None:
+def make_generator(source: GeneratorLike | None) -> torch.Generator:
     """A CPU :class:`torch.Generator` from an explicit source of randomness.
 
     Parameters
@@ -67,22 +67,27 @@ def make_generator(source: GeneratorLike | None) -> torch.Generator | None:
     source
         A :class:`torch.Generator` (returned as it is, so its state advances as it is
         used), a :class:`numpy.random.Generator` (one 63-bit seed is drawn from it), an
-        ``int`` seed, or ``None`` (no randomness available: returns ``None``).
+        ``int`` seed, or ``None`` (a generator seeded from fresh OS entropy: not
+        reproducible).  This is the ``seed`` convention of :mod:`networkedfl.seeding`.
 
     Notes
     -----
     Random numbers are always drawn on the CPU and then moved to the compute device, so a
     seed gives the same mini-batches and client samples on every device.
     """
-    if source is None or isinstance(source, torch.Generator):
+    if isinstance(source, torch.Generator):
         return source
+    if source is None:
+        generator = torch.Generator(device="cpu")
+        generator.seed()  # non-deterministic, as numpy.random.default_rng(None)
+        return generator
     if isinstance(source, np.random.Generator):
         seed = int(source.integers(0, 2**63 - 1))
     elif isinstance(source, int | np.integer) and not isinstance(source, bool):
         seed = int(source)
     else:
         raise TypeError(
-            "generator must be a torch.Generator, a numpy.random.Generator or an int seed, "
+            "seed must be None, an int, a numpy.random.Generator or a torch.Generator, "
             f"got {type(source).__name__}"
         )
     return torch.Generator(device="cpu").manual_seed(seed)
@@ -92,8 +97,8 @@ def require_generator(generator: torch.Generator | None, what: str) -> torch.Gen
     """``generator``, or a ValueError explaining that ``what`` needs one."""
     if generator is None:
         raise ValueError(
-            f"{what} is random: pass generator= (a torch.Generator, a numpy Generator or an "
-            "int seed); there is no global seeding"
+            f"{what} is random: it needs a torch.Generator (the algorithms make one from "
+            "their seed=); there is no global seeding"
         )
     return generator
 
@@ -148,13 +153,13 @@ class FlatModel:
 
     def initial_params(
         self,
-        generator: torch.Generator | None = None,
+        seed: GeneratorLike | None = None,
         *,
         dtype: torch.dtype = torch.float64,
         device: DeviceLike = "cpu",
     ) -> Tensor:
         """``init(generator, dtype, device)``, checked to have shape ``(n_params,)``."""
-        params = self.init(generator, dtype, torch.device(device))
+        params = self.init(make_generator(seed), dtype, torch.device(device))
         if params.shape != (self.n_params,):
             raise ValueError(
                 f"{self.name}: init returned shape {tuple(params.shape)}, "

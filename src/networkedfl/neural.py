@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from .models import FlatModel, cross_entropy
+from .seeding import Seed, as_rng
 
 __all__ = ["TwoLayerNetwork", "accuracy"]
 
@@ -193,12 +194,13 @@ class TwoLayerNetwork:
         return losses, grad
 
     # ---------------------------------------------------------------- construction
-    def initial_params(self, rng: np.random.Generator, *, bias: float = 0.0) -> np.ndarray:
+    def initial_params(self, seed: Seed = None, *, bias: float = 0.0) -> np.ndarray:
         """One parameter vector: weight entries i.i.d. U[0, 1), biases ``bias``.
 
         GTV MNIST code: every node starts from one shared vector with entries
         ``U[0, 1)`` (``np.random.random``) [paper]; biases start at ``bias`` [choice].
         """
+        rng = as_rng(seed)
         params = np.full(self.n_params, float(bias))
         params[: self.n_weights] = rng.random(self.n_weights)
         return params

@@ -18,8 +18,8 @@ algorithms take.
   source ``k``, with ``rho_i = softmax(s_i)``.
 
 Every partitioner takes ``seed``: ``None`` (fresh entropy), an ``int`` or a
-:class:`numpy.random.Generator` (used as it is, so its state advances), as
-:func:`numpy.random.default_rng` accepts them.
+:class:`numpy.random.Generator` (used as it is, so its state advances); see
+:mod:`networkedfl.seeding`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 from .data import NodeData
 from .fedrelax_data import largest_remainder, softmax
 from .models import ClientData, DeviceLike
+from .seeding import Seed, as_rng
 
 __all__ = [
     "client_data",
@@ -41,8 +42,6 @@ __all__ = [
     "quantity_skew",
     "shards",
 ]
-
-Seed = None | int | np.random.Generator
 
 
 def _positive(value: Any, name: str) -> int:
@@ -77,7 +76,7 @@ def dirichlet_label_skew(labels: Any, n_clients: int, alpha: float, *, seed: See
     n = _positive(n_clients, "n_clients")
     if not np.isfinite(alpha) or alpha <= 0:
         raise ValueError(f"alpha must be positive, got {alpha}")
-    rng = np.random.default_rng(seed)
+    rng = as_rng(seed)
     classes = np.unique(y)
     for _ in range(_positive(max_tries, "max_tries")):
         owner = np.empty(y.size, dtype=np.int64)
@@ -101,7 +100,7 @@ def shards(labels: Any, n_clients: int, shards_per_client: int, *, seed: Seed = 
     size = y.size // (n * s)
     if size < 1:
         raise ValueError(f"{y.size} samples cannot fill {n * s} shards")
-    rng = np.random.default_rng(seed)
+    rng = as_rng(seed)
     shuffled = rng.permutation(y.size)
     order = shuffled[np.argsort(y[shuffled], kind="stable")][: n * s * size]
     dealt = rng.permutation(n * s).reshape(n, s)  # shard ids of every client
@@ -118,7 +117,7 @@ def quantity_skew(n_samples: int, n_clients: int, alpha: float, *, seed: Seed = 
     total, n = _positive(n_samples, "n_samples"), _positive(n_clients, "n_clients")
     if not np.isfinite(alpha) or alpha <= 0:
         raise ValueError(f"alpha must be positive, got {alpha}")
-    rng = np.random.default_rng(seed)
+    rng = as_rng(seed)
     for _ in range(_positive(max_tries, "max_tries")):
         sizes = largest_remainder(total, rng.dirichlet(np.full(n, float(alpha))))[0]
         if sizes.min() >= min_size:
@@ -134,7 +133,7 @@ def mixture(sources: Any, n_clients: int, samples_per_client: int, *, seed: Seed
     order).  A client's mixing weights are its source counts over ``m``."""
     src = _labels(sources)
     n, m = _positive(n_clients, "n_clients"), _positive(samples_per_client, "samples_per_client")
-    rng = np.random.default_rng(seed)
+    rng = as_rng(seed)
     kinds = np.unique(src)
     counts = largest_remainder(m, softmax(rng.standard_normal((n, kinds.size))))  # (n, K)
     owner = np.full(src.size, -1, dtype=np.int64)

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .seeding import Seed, as_rng
+
 __all__ = [
     "EOS",
     "UNK",
@@ -351,7 +353,7 @@ def ppmi_svd_embedding(
     window: int = 5,
     alpha: float = 0.75,
     weighting: str = "uniform",
-    rng: np.random.Generator,
+    seed: Seed = None,
 ) -> np.ndarray:
     """A global word embedding: truncated SVD of the PPMI co-occurrence matrix.
 
@@ -369,7 +371,7 @@ def ppmi_svd_embedding(
         (columns beyond the rank are zero).
     window, alpha, weighting
         See :func:`cooccurrence_matrix` and :func:`ppmi`.
-    rng
+    seed
         Draws the ARPACK start vector (the result is deterministic given it).
 
     Returns
@@ -378,6 +380,7 @@ def ppmi_svd_embedding(
         ``(vocab_size, dim)`` float64; the sign of every column is fixed so that its
         largest-magnitude entry is positive.
     """
+    rng = as_rng(seed)
     from scipy.sparse.linalg import svds
 
     matrix = ppmi(cooccurrence_matrix(ids, documents, vocab_size, window=window,
@@ -405,7 +408,7 @@ def load_glove(
     vocabulary: Vocabulary,
     *,
     dim: int,
-    rng: np.random.Generator,
+    seed: Seed = None,
     missing_scale: float = 0.1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows of real GloVe vectors (text format ``word v_1 ... v_dim``) for a vocabulary.
@@ -415,6 +418,7 @@ def load_glove(
 
     Returns the ``(len(vocabulary), dim)`` matrix and a boolean mask of the words found.
     """
+    rng = as_rng(seed)
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no GloVe file {path} (set embedding.glove_path to a "

@@ -109,7 +109,7 @@ from torch.func import vjp
 from tqdm.auto import tqdm
 
 from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
-from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator, require_generator
+from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
 from ._result import (
     Callback,
     FederatedResult,
@@ -208,14 +208,14 @@ def normalized_adjacency(
 
 
 def negative_samples(
-    neighbours: Tensor, n_negatives: int, generator: torch.Generator
+    neighbours: Tensor, n_negatives: int, seed: GeneratorLike
 ) -> tuple[Tensor, Tensor]:
     """``n_negatives`` tail nodes per head node among its non-neighbours (self excluded),
     drawn uniformly without replacement: indices ``(n, k)`` and weights ``(n, k)`` (1, or 0
     where a node has fewer than ``k`` non-neighbours)."""
     n = neighbours.shape[0]
     k = min(int(n_negatives), n)
-    keys = torch.rand((n, n), generator=generator, dtype=torch.float64).to(neighbours.device)
+    keys = torch.rand((n, n), generator=make_generator(seed), dtype=torch.float64).to(neighbours.device)
     blocked = neighbours.bool() | torch.eye(n, dtype=torch.bool, device=neighbours.device)
     keys = keys.masked_fill(blocked, 2.0)
     vals, idx = torch.topk(keys, k, dim=1, largest=False)
@@ -403,7 +403,7 @@ def bigfl(
     embedding: None | Tensor | Callable[[Tensor], Tensor] = None,
     mask: Any = None,
     init: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -442,9 +442,9 @@ def bigfl(
         Optional ``(n, P)`` 0/1 mask of trainable coordinates per client.
     init
         ``(P,)`` common start or ``(n, P)``; ``None``: one draw of ``model.init``.
-    generator, callback, device, dtype, progress
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the generator draws mini-batches
-        and negative samples; it is required).
+    seed, callback, device, dtype, progress
+        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (``seed`` draws the mini-batches
+        and the negative samples).
 
     Returns
     -------
@@ -465,7 +465,7 @@ def bigfl(
     lam_upper = float(lam if lam_upper is None else lam_upper)
     source = as_batches(data, dtype, device)
     n, p = source.n_clients, model.n_params
-    gen = require_generator(make_generator(generator), "BiG-FL (negative sampling)")
+    gen = make_generator(seed)
     mask_t = check_mask(mask, n, p, dtype, device)
     emb = Embedding(embedding, p, dtype, device)
     prop = normalized_adjacency(graph, dtype=dtype, device=device)

@@ -164,7 +164,7 @@ def dfl_iterates(
     order: Order = "dsgd",
     mask: Tensor | None = None,
     params: Tensor,
-    generator: torch.Generator | None = None,
+    seed: GeneratorLike | None = None,
     mask_average: bool = False,
 ) -> Iterator[DFLState]:
     """The iterations of DFL-SGD or DFL-GT, one :class:`DFLState` per step.
@@ -180,9 +180,10 @@ def dfl_iterates(
         raise ValueError(f"order must be 'dsgd' or 'atc', got {order!r}")
     tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
     gradients = batch_gradients(model)
+    gen = make_generator(seed)
 
     def sample_gradient(theta: Tensor) -> Tensor:
-        x, y, w = data.sample(batch_size, generator)
+        x, y, w = data.sample(batch_size, gen)
         g = gradients(theta, x, y, w)
         return g if mask is None else g * mask
 
@@ -240,7 +241,7 @@ def _run(
     order: Order,
     mask: Any,
     init: Tensor | np.ndarray | None,
-    generator: GeneratorLike | None,
+    seed: GeneratorLike | None,
     callback: Callback | None,
     device: DeviceLike,
     dtype: torch.dtype,
@@ -255,7 +256,7 @@ def _run(
     w_mix, messages_per_gossip = mixing_operator(mixing, rule=rule, dtype=dtype, device=device)
     if w_mix.shape != (n, n):
         raise ValueError(f"the mixing matrix is {tuple(w_mix.shape)} but there are {n} clients")
-    gen = make_generator(generator)
+    gen = make_generator(seed)
     mask_t = check_mask(mask, n, p, dtype, device)
     params = _initial_rows(model, init, n, gen, dtype, device, "client")
     rec = _Recorder(callback, _itemsize(dtype))
@@ -265,7 +266,7 @@ def _run(
     steps = dfl_iterates(
         model, source, w_mix, n_steps=n_rounds * tau, local_steps=tau, lr=lr,
         batch_size=batch_size, method=method, order=order, mask=mask_t, params=params,
-        generator=gen, mask_average=mask_average,
+        seed=gen, mask_average=mask_average,
     )
     rounds = tqdm(range(1, n_rounds + 1), desc=f"DFL-{method.upper()}", disable=not progress)
     for r in rounds:
@@ -303,7 +304,7 @@ def dfl_sgd(
     order: Order = "dsgd",
     mask: Any = None,
     init: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -341,7 +342,7 @@ def dfl_sgd(
         Optional ``(n, P)`` (or ``(P,)``) 0/1 mask: frozen coordinates never change.
     init
         ``(P,)`` common start or ``(n, P)``; ``None``: one draw of ``model.init``.
-    generator, callback, device, dtype
+    seed, callback, device, dtype
         As in :func:`~networkedfl.algorithms.fedavg.fedavg`.
     progress
         Show a tqdm bar over rounds.
@@ -360,7 +361,7 @@ def dfl_sgd(
     """
     return _run("sgd", model, data, mixing, n_rounds=n_rounds, local_steps=local_steps, lr=lr,
                 batch_size=batch_size, rule=rule, order=order, mask=mask, init=init,
-                generator=generator, callback=callback, device=device, dtype=dtype,
+                seed=seed, callback=callback, device=device, dtype=dtype,
                 progress=progress, mask_average=mask_average)
 
 
@@ -376,7 +377,7 @@ def dfl_gt(
     rule: str = "metropolis",
     mask: Any = None,
     init: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -392,5 +393,5 @@ def dfl_gt(
     """
     return _run("gt", model, data, mixing, n_rounds=n_rounds, local_steps=local_steps, lr=lr,
                 batch_size=batch_size, rule=rule, order="dsgd", mask=mask, init=init,
-                generator=generator, callback=callback, device=device, dtype=dtype,
+                seed=seed, callback=callback, device=device, dtype=dtype,
                 progress=progress, mask_average=mask_average)

@@ -36,7 +36,6 @@ from ..models import (
     FlatModel,
     GeneratorLike,
     make_generator,
-    require_generator,
 )
 from ._result import (
     Callback,
@@ -64,7 +63,7 @@ def sample_clients(
     n_groups: int,
     client_fraction: float,
     participants: Tensor,
-    generator: torch.Generator | None,
+    seed: GeneratorLike | None,
 ) -> Tensor:
     """Boolean mask ``(n,)`` of the clients selected for one round.
 
@@ -77,7 +76,7 @@ def sample_clients(
     client_fraction = _check_fraction(client_fraction)
     if client_fraction == 1.0:
         return participants.clone()
-    gen = require_generator(generator, f"client sampling (client_fraction={client_fraction})")
+    gen = make_generator(seed)
     n = groups.shape[0]
     device = groups.device
     keys = torch.rand(n, generator=gen, dtype=torch.float64).to(device)
@@ -121,7 +120,7 @@ def fedavg(
     groups: Any = None,
     participants: Any = None,
     init: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -150,7 +149,7 @@ def fedavg(
     init
         Starting global model: ``(P,)`` for all groups or ``(G, P)``; ``None``: one draw
         of ``model.init``.
-    generator
+    seed
         Randomness for client sampling, mini-batch orders and a random ``model.init``
         (torch or numpy Generator, or int seed).  Needed only when something is random.
     callback
@@ -172,7 +171,7 @@ def fedavg(
     _check_fraction(client_fraction)
     data = data.to(dtype, device)
     n = data.n_clients
-    gen = make_generator(generator)
+    gen = make_generator(seed)
     group_of, n_groups = _check_groups(groups, n, device)
     allowed = _check_participants(participants, n, device)
     global_params = _initial_rows(model, init, n_groups, gen, dtype, device, "group")
@@ -189,7 +188,7 @@ def fedavg(
             epochs=local_epochs,
             batch_size=batch_size,
             lr=lr,
-            generator=gen,
+            seed=gen,
         )
         global_params = group_average(local, n_local[idx], group_of[idx], global_params)
         rec.record_server_round(

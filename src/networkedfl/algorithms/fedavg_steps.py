@@ -52,7 +52,7 @@ def fedavg_steps(
     client_weights: Any = None,
     mask: Any = None,
     init: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -78,7 +78,7 @@ def fedavg_steps(
         Starting global model ``(P,)``, or ``(n, P)`` starting models of the clients (their
         frozen coordinates keep these values; the global model starts as their average);
         ``None``: one draw of ``model.init``.
-    generator, callback, device, dtype, progress
+    seed, callback, device, dtype, progress
         As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`.
     mask_average
         With a mask: the server averages every coordinate over the clients that train it
@@ -103,7 +103,7 @@ def fedavg_steps(
     tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
     source = as_batches(data, dtype, device)
     n, p = source.n_clients, model.n_params
-    gen = make_generator(generator)
+    gen = make_generator(seed)
     mask_t = check_mask(mask, n, p, dtype, device)
     weights = _client_weights(client_weights, source, n, dtype, device)
     member, group_of = _groups(groups, n, dtype, device)

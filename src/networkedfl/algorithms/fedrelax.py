@@ -51,6 +51,7 @@ from tqdm.auto import tqdm
 
 from ..graphs import EmpiricalGraph, GraphLike, as_graph
 from ..progress import show_progress
+from ..seeding import Seed, as_rng
 
 __all__ = [
     "FedRelax",
@@ -141,18 +142,13 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def _fit(model: Any, x: np.ndarray, y: np.ndarray, w: np.ndarray, weighted: bool,
-         rng: np.random.Generator | None, node: int) -> None:
+         rng: np.random.Generator) -> None:
     if weighted:
         model.fit(x, y, sample_weight=w)
         return
     if np.allclose(w, w[0]):
         model.fit(x, y)
         return
-    if rng is None:
-        raise ValueError(
-            f"the local model of node {node} ({type(model).__name__}) takes no sample_weight: "
-            "FedRelax fits it on a weighted resample, which needs rng="
-        )
     idx = rng.choice(w.size, size=w.size, replace=True, p=w / w.sum())
     model.fit(x[idx], y[idx])
 
@@ -176,7 +172,7 @@ def fedrelax(
     distillation_sampler: Sampler | None = None,
     public_subsample: int | None = None,
     fit_initial: bool = True,
-    rng: np.random.Generator | int | None = None,
+    seed: Seed = None,
     callback: Callback | None = None,
     progress: bool | None = None,
 ) -> FedRelaxResult:
@@ -211,8 +207,9 @@ def fedrelax(
     fit_initial
         Fit every model on its local data first (``h_0``); ``False``: the given models must
         already be fitted (they are cloned only when ``fit_initial`` is true).
-    rng
-        Randomness of distillation inputs, subsamples and resampling (Generator or seed).
+    seed
+        Randomness of distillation inputs, subsamples and resampling
+        (:mod:`networkedfl.seeding`; ``None``: fresh entropy).
     callback
         ``callback(k, estimators) -> dict | None`` after the initial fit (``k = 0``) and after
         every iteration; its entries form the ``history`` rows (with ``"iteration": k``).
@@ -236,7 +233,7 @@ def fedrelax(
         raise ValueError(f"self_distillation must be a non-negative integer, got {self_distillation!r}")
     if public_subsample is not None and (int(public_subsample) != public_subsample or public_subsample < 1):
         raise ValueError(f"public_subsample must be a positive integer or None, got {public_subsample!r}")
-    rng = np.random.default_rng(rng) if isinstance(rng, int | np.integer) else rng
+    rng = as_rng(seed)
     xs = _node_arrays(features, n, "features", 2)
     ys = _node_arrays(labels, n, "labels", 1)
     ps = _node_arrays(public, n, "public", 2)
@@ -245,8 +242,6 @@ def fedrelax(
         if xs[i].shape[0] != ys[i].shape[0] or xs[i].shape[1] != dim or ps[i].shape[1] != dim:
             raise ValueError(f"node {i}: features {xs[i].shape}, labels {ys[i].shape} and public "
                              f"{ps[i].shape} do not match (d = {dim})")
-    if (self_distillation or public_subsample) and rng is None:
-        raise ValueError("self_distillation and public_subsample are random: pass rng=")
     models = _make_estimators(estimators, n) if fit_initial else list(estimators)
     if len(models) != n:
         raise ValueError(f"need one estimator per node: got {len(models)} for {n} nodes")
@@ -269,7 +264,7 @@ def fedrelax(
 
     if fit_initial:
         for i in range(n):  # h_0: each model on its own data
-            _fit(models[i], xs[i], ys[i], local_w[i], weighted[i], rng, i)
+            _fit(models[i], xs[i], ys[i], local_w[i], weighted[i], rng)
     record(0)
     sampler = distillation_sampler or _standard_normal
     coupled = alpha > 0 and adj.nnz > 0
@@ -313,7 +308,7 @@ def fedrelax(
                 y_parts.append(np.asarray(z_pred[i], float))
                 w_parts.append(np.full(int(self_distillation), float(distillation_weight)))
             _fit(models[i], np.concatenate(x_parts), np.concatenate(y_parts),
-                 np.concatenate(w_parts), weighted[i], rng, i)
+                 np.concatenate(w_parts), weighted[i], rng)
         record(k)
     return FedRelaxResult(models, history)
 
@@ -392,14 +387,12 @@ class FedRelax(BaseEstimator):
     def fit(self, graph: EmpiricalGraph, X: Any, y: Any, public: Any,
             callback: Callback | None = None) -> FedRelax:
         """Run FedRelax on ``graph`` with local data ``(X[i], y[i])`` and public data ``public[i]``."""
-        rng = self.random_state
-        rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
         result = fedrelax(
             graph, X, y, public, self.estimator, alpha=self.alpha, n_iter=self.n_iter,
             weighting=self.weighting, self_distillation=self.self_distillation,
             distillation_weight=self.distillation_weight,
             distillation_sampler=self.distillation_sampler,
-            public_subsample=self.public_subsample, rng=rng, callback=callback,
+            public_subsample=self.public_subsample, seed=self.random_state, callback=callback,
             progress=self.progress,
         )
         self.estimators_ = result.estimators

@@ -52,7 +52,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..graphs import EmpiricalGraph, GraphLike, as_graph
-from ..models import DeviceLike, GeneratorLike, make_generator, require_generator
+from ..models import DeviceLike, GeneratorLike, make_generator
 from ..progress import show_progress
 
 __all__ = [
@@ -300,7 +300,7 @@ def initial_weights(
     n_nodes: int,
     dim: int,
     init: str | Tensor | np.ndarray = "uniform",
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     *,
     dtype: torch.dtype = torch.float64,
     device: DeviceLike = "cpu",
@@ -309,7 +309,7 @@ def initial_weights(
 
     ``"uniform"``: entries i.i.d. ``U(-1/sqrt(d), 1/sqrt(d))``, the default initialisation of
     a PyTorch ``nn.Linear(d, 1)`` (FedRelax Sec. IV-A: ``U(-sqrt(1/d), sqrt(1/d))``), one
-    independent draw per node (needs ``generator``; drawn on the CPU); ``"zeros"``; or an
+    independent draw per node (drawn from ``seed``; drawn on the CPU); ``"zeros"``; or an
     array ``(n, d)`` or ``(d,)`` (shared by all nodes).
     """
     if isinstance(init, str):
@@ -317,7 +317,7 @@ def initial_weights(
             return torch.zeros((n_nodes, dim), dtype=dtype, device=device)
         if init != "uniform":
             raise ValueError(f"unknown init {init!r}; expected 'uniform', 'zeros' or an array")
-        gen = require_generator(make_generator(generator), "init='uniform'")
+        gen = make_generator(seed)
         bound = 1.0 / np.sqrt(dim)
         u = torch.rand((n_nodes, dim), generator=gen, dtype=torch.float64)
         return ((2.0 * u - 1.0) * bound).to(dtype=dtype, device=device)
@@ -377,7 +377,7 @@ def fedrelax_linear(
     lr: float = 0.01,
     solver: Literal["rmsprop", "exact"] = "rmsprop",
     init: str | Tensor | np.ndarray = "uniform",
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     rmsprop_options: Mapping[str, Any] | None = None,
     callback: LinearCallback | None = None,
     record_every: int = 1,
@@ -402,7 +402,7 @@ def fedrelax_linear(
         minimisers (block Jacobi), see the module docstring.
     init
         Starting weights, see :func:`initial_weights` (default the ``nn.Linear`` uniform draw).
-    generator
+    seed
         Randomness of ``init="uniform"`` (torch or numpy Generator, or int seed).
     rmsprop_options
         RMSprop options as in :class:`torch.optim.RMSprop`: ``alpha`` (0.99), ``eps``
@@ -430,7 +430,7 @@ def fedrelax_linear(
     if solver == "rmsprop" and not lr > 0:
         raise ValueError(f"lr must be positive, got {lr!r}")
     a = _alpha(alpha, problem)
-    w = initial_weights(problem.n_nodes, problem.dim, init, generator,
+    w = initial_weights(problem.n_nodes, problem.dim, init, seed,
                         dtype=problem.dtype, device=problem.device)
     system = problem.local_gram + a[:, :, None] * problem.neighbour_gram  # H_i + alpha_i S_i
     history: list[dict[str, Any]] = []

@@ -53,7 +53,7 @@ def fedsgd(
     groups: Any = None,
     participants: Any = None,
     init: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -68,7 +68,7 @@ def fedsgd(
         Communication rounds ``T`` (= gradient steps).
     lr
         Server step size ``gamma``.
-    client_fraction, groups, participants, init, generator, callback, device, dtype
+    client_fraction, groups, participants, init, seed, callback, device, dtype
         As for :func:`~networkedfl.algorithms.fedavg.fedavg`.
 
     Returns
@@ -84,7 +84,7 @@ def fedsgd(
         raise ValueError(f"lr must be positive, got {lr!r}")
     data = data.to(dtype, device)
     n = data.n_clients
-    gen = make_generator(generator)
+    gen = make_generator(seed)
     group_of, n_groups = _check_groups(groups, n, device)
     allowed = _check_participants(participants, n, device)
     global_params = _initial_rows(model, init, n_groups, gen, dtype, device, "group")

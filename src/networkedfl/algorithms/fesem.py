@@ -62,7 +62,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator, require_generator
+from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
 from ._result import (
     Callback,
     FederatedResult,
@@ -181,19 +181,19 @@ def _kmeanspp_indices(params: Tensor, k: int, generator: torch.Generator,
     return chosen
 
 
-def kmeanspp_centres(params: Tensor, k: int, generator: torch.Generator,
+def kmeanspp_centres(params: Tensor, k: int, seed: GeneratorLike,
                      mask: Tensor | None = None) -> Tensor:
     """``k`` distinct rows of ``params`` chosen by k-means++ seeding (Arthur & Vassilvitskii 2007).
 
     The first uniformly, each next one with probability proportional to the squared
     distance (:func:`centre_distances`; with a mask over the coordinates both rows train)
     to the nearest row chosen so far (uniformly among the rest if all distances are 0).
-    Draws on the CPU with ``generator``.
+    Draws on the CPU with the generator made from ``seed``.
     """
-    return params[_kmeanspp_indices(params, k, generator, mask)].clone()
+    return params[_kmeanspp_indices(params, k, make_generator(seed), mask)].clone()
 
 
-def kmeans(params: Tensor, k: int, generator: torch.Generator, *, mask: Tensor | None = None,
+def kmeans(params: Tensor, k: int, seed: GeneratorLike, *, mask: Tensor | None = None,
            max_iter: int = 100, n_init: int = 10) -> tuple[Tensor, Tensor, Tensor | None]:
     """k-means of the rows of ``params`` with FeSEM's own distances and means.
 
@@ -210,9 +210,10 @@ def kmeans(params: Tensor, k: int, generator: torch.Generator, *, mask: Tensor |
     centres) and the centres' support ``(K, P)`` (``None`` without a mask).
     """
     n_init = _check_positive_int(n_init, "n_init", allow_zero=False)
+    gen = make_generator(seed)  # once: the restarts continue one stream
     best: tuple[float, Tensor, Tensor, Tensor | None] | None = None
     for _ in range(n_init):  # restarts, not clients
-        chosen = _kmeanspp_indices(params, k, generator, mask)
+        chosen = _kmeanspp_indices(params, k, gen, mask)
         centres = params[chosen].clone()
         support = None if mask is None else mask[chosen].clone()
         assignment = assign_nearest(params, centres, mask, support)
@@ -232,10 +233,10 @@ def kmeans(params: Tensor, k: int, generator: torch.Generator, *, mask: Tensor |
     return best[1], best[2], best[3]
 
 
-def kmeans_centres(params: Tensor, k: int, generator: torch.Generator, max_iter: int = 100,
+def kmeans_centres(params: Tensor, k: int, seed: GeneratorLike, max_iter: int = 100,
                    mask: Tensor | None = None, n_init: int = 10) -> Tensor:
     """The centres of :func:`kmeans`."""
-    return kmeans(params, k, generator, mask=mask, max_iter=max_iter, n_init=n_init)[0]
+    return kmeans(params, k, seed, mask=mask, max_iter=max_iter, n_init=n_init)[0]
 
 
 def fesem(
@@ -251,7 +252,7 @@ def fesem(
     mask: Any = None,
     init: Tensor | np.ndarray | None = None,
     init_centres: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -279,9 +280,9 @@ def fesem(
     init_centres
         ``(K, P)`` initial centres (every round is then an EM round; the first E-step
         compares the start with these centres); ``None``: round 1 is the warm-up and
-        k-means initialisation of the module docstring (needs a generator and
+        k-means initialisation of the module docstring (draws from ``seed``; needs
         ``n_rounds >= 1``).
-    generator, callback, device, dtype, progress
+    seed, callback, device, dtype, progress
         As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`.
     mask_average
         With a mask: E-step distances over the coordinates that the client trains and the
@@ -310,7 +311,7 @@ def fesem(
         raise ValueError(f"lam must be non-negative, got {lam}")
     source = as_batches(data, dtype, device)
     n, p = source.n_clients, model.n_params
-    gen = make_generator(generator)
+    gen = make_generator(seed)
     mask_t = check_mask(mask, n, p, dtype, device)
     theta = _initial_rows(model, init, n, gen, dtype, device, "client")
     gradients = batch_gradients(model)
@@ -353,7 +354,7 @@ def fesem(
         if warm_up and r == 1:  # tau unpenalised local steps, then k-means of the models
             theta = local_update(theta, None, 0.0)
             centres, assignment, support = kmeans(
-                theta, k, require_generator(gen, "k-means++ seeding"), mask=held, n_init=restarts)
+                theta, k, gen, mask=held, n_init=restarts)
         else:
             if assigned:  # the existing centres theta_bar^t: (10.9) at theta^t, previous r
                 centres, support = m_step(theta, assignment, centres, support)

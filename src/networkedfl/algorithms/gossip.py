@@ -180,7 +180,7 @@ def decentralized_fedavg(
     alpha: float | None = None,
     gossip_steps: int = 1,
     init: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -206,7 +206,7 @@ def decentralized_fedavg(
         Gossip exchanges per round.
     init
         ``(P,)`` common start or ``(n, P)``; ``None``: one draw of ``model.init``.
-    generator, callback, device, dtype
+    seed, callback, device, dtype
         As in :func:`~networkedfl.algorithms.fedavg.fedavg`.
 
     Returns
@@ -228,7 +228,7 @@ def decentralized_fedavg(
         raise ValueError(f"the graph has {graph.n_nodes} nodes but there are {n} clients")
     # gossip reaches consensus only on a connected graph; the Laplacian rule mixes by weight
     graph.check(purpose="decentralized_fedavg", require_connected=True, allow_zero_weights=rule != "laplacian")
-    gen = make_generator(generator)
+    gen = make_generator(seed)
     w_mix = mixing_matrix(graph, rule, alpha)
     messages_per_step = int(w_mix.nnz - np.count_nonzero(w_mix.diagonal()))
     w_torch = to_torch_sparse(w_mix, dtype=dtype, device=device)
@@ -239,7 +239,7 @@ def decentralized_fedavg(
     p = model.n_params
     for t in range(1, n_rounds + 1):
         params = local_sgd(
-            model, params, data, epochs=local_epochs, batch_size=batch_size, lr=lr, generator=gen
+            model, params, data, epochs=local_epochs, batch_size=batch_size, lr=lr, seed=gen
         )
         for _ in range(gossip_steps):
             params = torch.sparse.mm(w_torch, params)

@@ -102,7 +102,7 @@ def ifca(
     initial_assignment: Any = None,
     client_fraction: float = 1.0,
     participants: Any = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -136,7 +136,7 @@ def ifca(
     client_fraction, participants
         Client selection per round, as in :func:`~networkedfl.algorithms.fedavg.fedavg`
         (no groups).
-    generator, callback, device, dtype
+    seed, callback, device, dtype
         As in :func:`~networkedfl.algorithms.fedavg.fedavg`.  History rows also hold
         ``cluster_sizes``: how many selected clients chose each cluster.
 
@@ -157,7 +157,7 @@ def ifca(
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
     data = data.to(dtype, device)
     n = data.n_clients
-    gen = make_generator(generator)
+    gen = make_generator(seed)
     allowed = _check_participants(participants, n, device)
     clusters = _initial_clusters(model, init, k, gen, dtype, device)
     first = None
@@ -186,7 +186,7 @@ def ifca(
             epochs=local_epochs,
             batch_size=batch_size,
             lr=lr,
-            generator=gen,
+            seed=gen,
         )
         averaged = group_average(local, n_local[idx], chosen, clusters)
         if aggregation == "all_clients":

@@ -33,7 +33,7 @@ def local_training(
     batch_size: int | None,
     lr: float,
     init: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -48,7 +48,7 @@ def local_training(
         Local training (``batch_size=None``: full-batch gradient descent).
     init
         ``(P,)`` common start or ``(n, P)``; ``None``: one draw of ``model.init``.
-    generator, callback, device, dtype
+    seed, callback, device, dtype
         As in :func:`~networkedfl.algorithms.fedavg.fedavg`; the callback runs after
         every epoch (``RoundState.round`` is the epoch).
 
@@ -64,14 +64,14 @@ def local_training(
     epochs = _check_positive_int(epochs, "epochs")
     data = data.to(dtype, device)
     n = data.n_clients
-    gen = make_generator(generator)
+    gen = make_generator(seed)
     params = _initial_rows(model, init, n, gen, dtype, device, "client")
     rec = _Recorder(callback, _itemsize(dtype))
     everyone = torch.ones(n, dtype=torch.bool, device=device)
     own = torch.arange(n, device=device)
     for e in range(1, epochs + 1):
         params = local_sgd(
-            model, params, data, epochs=1, batch_size=batch_size, lr=lr, generator=gen
+            model, params, data, epochs=1, batch_size=batch_size, lr=lr, seed=gen
         )
         rec.record(
             e,

@@ -30,7 +30,6 @@ from ..models import (
     FlatModel,
     GeneratorLike,
     make_generator,
-    require_generator,
 )
 from ._result import (
     Callback,
@@ -54,7 +53,7 @@ def local_momentum_sgd(
     lr: float,
     momentum: float = 0.0,
     init: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -69,7 +68,7 @@ def local_momentum_sgd(
         Local training: ``epochs`` passes over the data in mini-batches of ``batch_size``.
     init
         ``(P,)`` common start or ``(n, P)``; ``None``: one draw of ``model.init``.
-    generator, callback, device, dtype
+    seed, callback, device, dtype
         As in :func:`~networkedfl.algorithms.local.local_training`; the callback runs after
         every epoch.
 
@@ -85,7 +84,7 @@ def local_momentum_sgd(
         raise ValueError(f"need lr > 0 and 0 <= momentum < 1, got {lr!r}, {momentum!r}")
     data = data.to(dtype, device)
     n = data.n_clients
-    gen = require_generator(make_generator(generator), "mini-batch SGD")
+    gen = make_generator(seed)
     params = _initial_rows(model, init, n, gen, dtype, device, "client")
     step_grad = vmap(grad(model.loss))
     x, y, w = data.features, data.targets, data.sample_weights

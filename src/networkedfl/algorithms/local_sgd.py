@@ -20,20 +20,20 @@ import torch
 from torch import Tensor
 from torch.func import grad, vmap
 
-from ..models import ClientData, FlatModel, require_generator
+from ..models import ClientData, FlatModel, GeneratorLike, make_generator
 
 __all__ = ["epoch_order", "local_sgd"]
 
 
-def epoch_order(sample_weights: Tensor, generator: torch.Generator) -> Tensor:
+def epoch_order(sample_weights: Tensor, seed: GeneratorLike) -> Tensor:
     """Per-client random order of the samples for one epoch, ``int64`` of shape ``(n, m)``.
 
     Each row lists the client's real samples (positive weight) in a uniformly random order
     followed by its padding.  One ``(n, m)`` block of uniform keys is drawn on the CPU
-    with ``generator`` and sorted row by row.
+    with the generator made from ``seed`` and sorted row by row.
     """
     n, m = sample_weights.shape
-    keys = torch.rand((n, m), generator=generator, dtype=torch.float64)
+    keys = torch.rand((n, m), generator=make_generator(seed), dtype=torch.float64)
     keys = keys.to(sample_weights.device).masked_fill(sample_weights <= 0, 2.0)
     return torch.argsort(keys, dim=1)
 
@@ -46,7 +46,7 @@ def local_sgd(
     epochs: int,
     batch_size: int | None,
     lr: float,
-    generator: torch.Generator | None = None,
+    seed: GeneratorLike | None = None,
 ) -> Tensor:
     """``epochs`` epochs of mini-batch SGD on every client's own data, all clients at once.
 
@@ -66,7 +66,7 @@ def local_sgd(
         random draw.
     lr
         Step size ``eta``.
-    generator
+    seed
         Source of the per-epoch random orders (required for mini-batches).
 
     Returns
@@ -104,7 +104,7 @@ def local_sgd(
             params = params - lr * step_grad(params, x, y, w)
         return params
 
-    gen = require_generator(generator, "mini-batch SGD (batch_size is not None)")
+    gen = make_generator(seed)
     n_steps = math.ceil(largest / batch_size)
     rows = torch.arange(n, device=data.device)[:, None]
     for _ in range(int(epochs)):

@@ -25,7 +25,7 @@ history.  Example::
 
     with CSVLogger("run.csv", {"test_loss": test_loss}) as log:
         result = fedavg(model, data, n_rounds=50, local_epochs=1, batch_size=32, lr=0.1,
-                        generator=0, callback=log)
+                        seed=0, callback=log)
 """
 
 from __future__ import annotations

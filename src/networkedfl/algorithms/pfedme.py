@@ -39,7 +39,6 @@ from ..models import (
     FlatModel,
     GeneratorLike,
     make_generator,
-    require_generator,
 )
 from ._result import (
     Callback,
@@ -94,7 +93,7 @@ def pfedme(
     client_fraction: float = 1.0,
     participants: Any = None,
     init: Tensor | np.ndarray | None = None,
-    generator: GeneratorLike | None = None,
+    seed: GeneratorLike | None = None,
     callback: Callback | None = None,
     device: DeviceLike = "cpu",
     dtype: torch.dtype = torch.float64,
@@ -125,7 +124,7 @@ def pfedme(
         (every participant trains; the server averages a random subset).
     init
         Starting global model ``(P,)``; ``None``: one draw of ``model.init``.
-    generator, callback, device, dtype
+    seed, callback, device, dtype
         As in :func:`~networkedfl.algorithms.fedavg.fedavg`; ``RoundState.client_params``
         are the personalised models ``theta_i``.
 
@@ -149,7 +148,7 @@ def pfedme(
         raise ValueError(f"beta must be in (0, 2], got {beta!r}")
     data = data.to(dtype, device)
     n = data.n_clients
-    gen = require_generator(make_generator(generator), "pFedMe's mini-batches")
+    gen = make_generator(seed)
     allowed = _check_participants(participants, n, device)
     global_w = _initial_rows(model, init, 1, gen, dtype, device, "server")[0]
     theta = global_w.expand(n, -1).clone()

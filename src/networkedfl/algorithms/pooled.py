@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data import NodeData
+from ..seeding import Seed, as_rng
 
 if TYPE_CHECKING:  # scikit-learn is imported on first use: `import networkedfl` stays light
     from sklearn.base import RegressorMixin
@@ -49,9 +50,10 @@ def pooled_linear_regression(data: NodeData, mask: np.ndarray) -> PooledFit:
 
 
 def pooled_tree(
-    data: NodeData, mask: np.ndarray, rng: np.random.Generator, max_depth: int = 2
+    data: NodeData, mask: np.ndarray, seed: Seed = None, max_depth: int = 2
 ) -> PooledFit:
     """Pooled ``DecisionTreeRegressor(max_depth)``; ``rng`` fixes its tie-breaking."""
+    rng = as_rng(seed)
     from sklearn.tree import DecisionTreeRegressor
 
     seed = int(rng.integers(2**31 - 1))

@@ -165,7 +165,7 @@ def run_linear_final(params: Params, setting: str, seed: int, base_seed: int, *,
             result = fedrelax_linear(
                 problem, float(alpha), n_iter=int(params["n_iter"]), lr=float(params["lr"]),
                 solver=params.get("solver", "rmsprop"), init=params.get("init", "uniform"),
-                generator=rng_for(base_seed, experiment_id, seed, _key(d, sigma), "init"))
+                seed=rng_for(base_seed, experiment_id, seed, _key(d, sigma), "init"))
             w = result.weights.cpu().numpy()
             val[float(alpha)] = _val_mse_linear(data, w)
             row = {**base, "alpha": float(alpha), "method": "fedrelax"}
@@ -198,7 +198,7 @@ def run_linear_convergence(params: Params, setting: str, seed: int, base_seed: i
             result = fedrelax_linear(
                 problem, float(alpha), n_iter=int(params["n_iter"]), lr=float(params["lr"]),
                 init=params.get("init", "uniform"),
-                generator=rng_for(base_seed, experiment_id, seed, _key(d, sigma), "init"),
+                seed=rng_for(base_seed, experiment_id, seed, _key(d, sigma), "init"),
                 callback=lambda k, w, truth=truth: {"value": weight_mse(w.cpu().numpy(), truth)},
                 record_every=int(params.get("record_every", 1)))
             row = {**_base(d, sigma, m, seed), "alpha": float(alpha), "method": "fedrelax",
@@ -267,7 +267,7 @@ def run_baselines(params: Params, setting: str, seed: int, base_seed: int, *,
             continue
         if method in ("fedrelax", "local"):
             alpha = float(params["alpha"]) if method == "fedrelax" else 0.0
-            result = fedrelax_linear(problem, alpha, n_iter=n_iter, lr=lr, generator=gen,
+            result = fedrelax_linear(problem, alpha, n_iter=n_iter, lr=lr, seed=gen,
                                      callback=lambda k, w: {"value": mse_of(w)}, record_every=every)
             add(method, alpha, result.history)
             continue
@@ -357,7 +357,7 @@ def _run_trees(params: Params, setting: str, seed: int, base_seed: int,
                 self_distillation=int(params.get("self_distillation", 0)),
                 distillation_weight=float(params.get("distillation_weight", 1.0)),
                 public_subsample=params.get("public_subsample"),
-                rng=rng_for(base_seed, experiment_id, seed, key, "fedrelax"))
+                seed=rng_for(base_seed, experiment_id, seed, key, "fedrelax"))
             val[float(alpha)] = validation_mse(predict_nodes(result.estimators, data.val_features),
                                                data.val_labels)
             records.append({**base, "alpha": float(alpha), "method": "fedrelax", "metric": VAL,
@@ -422,7 +422,7 @@ def run_variation(params: Params, setting: str, seed: int, base_seed: int, *,
         return {"variation": variation(w.cpu().numpy().reshape(k, n, d))}
 
     result = fedrelax_linear(problem, alphas, n_iter=int(params["n_iter"]), lr=float(params["lr"]),
-                             generator=rng_for(base_seed, experiment_id, seed, "init"),
+                             seed=rng_for(base_seed, experiment_id, seed, "init"),
                              callback=callback, record_every=int(params.get("record_every", 1)))
     records = []
     for b, row in enumerate(rows):

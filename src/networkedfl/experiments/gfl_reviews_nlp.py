@@ -195,13 +195,13 @@ def prepare_review_task(
     spec = params["embedding"]
     dim = int(params["model"]["embed_dim"])
     if glove_path is not None:
-        embedding, _ = load_glove(glove_path, vocabulary, dim=dim, rng=rng)
+        embedding, _ = load_glove(glove_path, vocabulary, dim=dim, seed=rng)
         source = "glove"
     elif spec["source"] == "ppmi_svd":
         ids = np.concatenate([s[0] for s in streams])
         docs = np.concatenate([s[1] + 10**7 * i for i, s in enumerate(streams)])
         embedding = ppmi_svd_embedding(ids, docs, v, dim=dim, window=int(spec["window"]),
-                                       alpha=float(spec.get("alpha", 0.75)), rng=rng)
+                                       alpha=float(spec.get("alpha", 0.75)), seed=rng)
         source = "ppmi_svd"
     else:
         embedding = rng.standard_normal((v, dim)) * 0.1
@@ -388,7 +388,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     record_losses(0, init)
     common = {"n_rounds": n_rounds, "local_steps": _local_steps(params, train_windows),
               "batch_size": int(params["batch_size"]), "mask": mask, "callback": callback,
-              "generator": rng_for(base_seed, experiment_id, seed, setting), "device": device,
+              "seed": rng_for(base_seed, experiment_id, seed, setting), "device": device,
               "dtype": dtype, "progress": bool(params.get("progress", False))}
     lr = float(params["lr"])
     held = bool(params.get("mask_average", True))  # aggregate a row over the clients holding it

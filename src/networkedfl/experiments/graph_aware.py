@@ -225,7 +225,7 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
     evaluate(0, init[None])
     common = {"n_rounds": n_rounds, "local_steps": tau, "lr": inverse_sqrt(float(params["lr_scale"])),
               "batch_size": int(params["batch_size"]), "init": init,
-              "generator": rng_for(base_seed, experiment_id, seed, setting),
+              "seed": rng_for(base_seed, experiment_id, seed, setting),
               "callback": lambda s: evaluate(s.round, s.client_params), "device": device, "dtype": dtype}
     graph = _communication_graph(params, n)
     with np.errstate(all="ignore"):
@@ -421,7 +421,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     evaluate(0, init[None])
     common = {"n_rounds": int(params["rounds"]), "local_steps": int(params["local_steps"]),
               "batch_size": int(params["batch_size"]), "init": init,
-              "generator": rng_for(base_seed, experiment_id, seed, setting),
+              "seed": rng_for(base_seed, experiment_id, seed, setting),
               "callback": lambda s: evaluate(s.round, s.client_params), "device": device,
               "dtype": dtype}
     graph, lr = inst.graphs.train_graph, float(params["lr"])

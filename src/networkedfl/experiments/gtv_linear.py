@@ -251,7 +251,7 @@ def _ifca(inst: Instance, params: Params, rng: np.random.Generator):
         linear_regression(inst.data.dim, bias=False, init=spec.get("init", "bernoulli")),
         ClientData.from_node_data(inst.data),
         n_clusters=n_clusters, n_rounds=int(spec.get("rounds", 300)), lr=float(spec.get("lr", 0.1)),
-        aggregation=spec.get("aggregation", "cluster"), participants=inst.mask, generator=rng,
+        aggregation=spec.get("aggregation", "cluster"), participants=inst.mask, seed=rng,
     )
     w = result.client_params.cpu().numpy()
     return linear_predictions(inst.data, w), w

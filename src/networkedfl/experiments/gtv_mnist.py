@@ -246,7 +246,7 @@ def _ifca(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict
     result = ifca(model, data, n_clusters=k, n_rounds=int(spec["rounds"]),
                   local_epochs=int(spec["local_steps"]), batch_size=None, lr=float(spec["lr"]),
                   init=init, initial_assignment=None if starts == "min_loss" else first.cpu().numpy(),
-                  generator=rng, callback=callback, device=problem.device, dtype=problem.dtype)
+                  seed=rng, callback=callback, device=problem.device, dtype=problem.dtype)
     sizes = np.bincount(result.assignment.cpu().numpy(), minlength=k)
     return {"clusters_used": float(np.count_nonzero(sizes))}
 
@@ -257,7 +257,7 @@ def _fedavg(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> di
     rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
     fedavg(problem.network.flat_model(w0), _client_data(problem), n_rounds=int(spec["rounds"]),
            local_epochs=int(spec["local_steps"]), batch_size=None, lr=float(spec["lr"]),
-           init=w0, generator=rng, callback=_round_callback(problem, rec),
+           init=w0, seed=rng, callback=_round_callback(problem, rec),
            device=problem.device, dtype=problem.dtype)
     return {}
 
@@ -270,7 +270,7 @@ def _pfedme(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> di
            local_rounds=int(spec["local_rounds"]), inner_steps=int(spec["inner_steps"]),
            batch_size=int(spec["batch_size"]), lr=float(spec["lr"]),
            personal_lr=float(spec["personal_lr"]), lam=float(spec["lam"]),
-           beta=float(spec["beta"]), init=w0, generator=rng,
+           beta=float(spec["beta"]), init=w0, seed=rng,
            callback=_round_callback(problem, rec), device=problem.device, dtype=problem.dtype)
     return {}
 
@@ -282,7 +282,7 @@ def _local_sgd(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) ->
     local_momentum_sgd(problem.network.flat_model(w0), _client_data(problem),
                        epochs=int(spec["epochs"]), batch_size=int(spec["batch_size"]),
                        lr=float(spec["lr"]), momentum=float(spec.get("momentum", 0.0)), init=w0,
-                       generator=rng, callback=_round_callback(problem, rec),
+                       seed=rng, callback=_round_callback(problem, rec),
                        device=problem.device, dtype=problem.dtype)
     return {}
 

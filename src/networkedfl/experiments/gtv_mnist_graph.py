@@ -291,7 +291,7 @@ def embed_mnist(
                                      str(spec.get("tsne_images", "nodes")))
     features = split.images[rows].reshape(rows.size, -1).astype(np.float64) / 255.0
     start = time.perf_counter()
-    coords = tsne_embedding(features, random_state=int(rng.integers(2**31 - 1)), n_jobs=n_jobs,
+    coords = tsne_embedding(features, seed=int(rng.integers(2**31 - 1)), n_jobs=n_jobs,
                             **dict(spec.get("tsne", {})))
     seconds = {"tsne": time.perf_counter() - start}
     return MnistEmbedding(

@@ -100,7 +100,7 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
         return {"test_loss": float(loss.mean()), "test_accuracy": float(accuracy.mean())}
 
     common = {"n_rounds": int(params["rounds"]), "lr": float(params["lr"]),
-              "generator": rng_for(base_seed, experiment_id, seed, setting),
+              "seed": rng_for(base_seed, experiment_id, seed, setting),
               "callback": evaluate, "device": params.get("device", "cpu")}
     if run["method"] == "fedsgd":
         result = fedsgd(model, clients, **common)
@@ -135,9 +135,9 @@ def run_lecture_table(params: Params, setting: str, seed: int, base_seed: int, *
     rng = rng_for(base_seed, experiment_id, seed)
     x, y, _, _ = gaussian_mixture_classification(3, 20, 1, 4, 3, 3.0, rng)
     model, clients = softmax_regression(4, 3), ClientData.from_arrays(x, y)
-    runs = {"FedSGD": fedsgd(model, clients, n_rounds=1, lr=0.1, generator=rng),
+    runs = {"FedSGD": fedsgd(model, clients, n_rounds=1, lr=0.1, seed=rng),
             "FedAvg": fedavg(model, clients, n_rounds=1, local_epochs=1, batch_size=5, lr=0.1,
-                             generator=rng)}
+                             seed=rng)}
     for method, result in runs.items():
         records.append({"method": method, "metric": "run_log_upload",
                         "value": result.log[0]["upload"], "seed": seed})

@@ -1,0 +1,131 @@
+"""One random-source convention (issue 19 item 2): every public function that draws takes
+``seed`` = ``None | int | numpy.random.Generator`` (and a ``torch.Generator`` where torch
+draws); the scikit-learn-style estimators keep scikit-learn's ``random_state``."""
+
+import importlib
+import inspect
+import pkgutil
+
+import numpy as np
+import pytest
+import torch
+
+import networkedfl
+from networkedfl.data import linear_model_data, sampling_mask
+from networkedfl.fedrelax_data import clustered_data, noniid_data
+from networkedfl.gfl_data import heterogeneous_nodes
+from networkedfl.graphs import stochastic_block_model
+from networkedfl.models import ClientData, linear_regression, make_generator
+from networkedfl.partition import dirichlet_label_skew, quantity_skew, shards
+from networkedfl.seeding import as_rng, int_seed
+
+#: Other names for a random source that the public API must no longer use.
+OLD_NAMES = {"rng", "random_state", "generator", "random_seed", "gen"}
+#: Where another name is deliberate (module docstring of networkedfl.seeding).
+ALLOWED = {
+    # scikit-learn estimators: random_state, as scikit-learn's own
+    "networkedfl.algorithms.fedrelax.FedRelax.__init__",
+    "networkedfl.algorithms.gtv_regressor.GTVRegressor.__init__",
+    # protocols the algorithms call with the torch.Generator they made from seed
+    "networkedfl.algorithms.client_batches.BatchSource.sample",
+    "networkedfl.algorithms.client_batches.ClientBatches.sample",
+    "networkedfl.language_model.NextWordBatches.sample",
+    "networkedfl.models.require_generator",
+}
+
+
+def _public_callables():
+    skip = ("networkedfl.pipeline", "networkedfl.experiments")
+    for info in pkgutil.walk_packages(networkedfl.__path__, "networkedfl."):
+        if info.name.startswith(skip) or info.name.rsplit(".", 1)[-1].startswith("_"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != info.name:
+                continue
+            if inspect.isfunction(obj):
+                yield f"{info.name}.{name}", obj
+            elif inspect.isclass(obj):
+                for meth_name, meth in vars(obj).items():
+                    if inspect.isfunction(meth) and (meth_name == "__init__" or not meth_name.startswith("_")):
+                        yield f"{info.name}.{name}.{meth_name}", meth
+
+
+def test_no_public_function_uses_another_name_for_the_random_source():
+    offenders = []
+    for qualname, fn in _public_callables():
+        params = set(inspect.signature(fn).parameters)
+        if params & OLD_NAMES and qualname not in ALLOWED:
+            offenders.append(f"{qualname}({', '.join(sorted(params & OLD_NAMES))})")
+    assert not offenders, "use seed= (networkedfl.seeding): " + "; ".join(offenders)
+
+
+def test_as_rng_follows_numpy():
+    g = np.random.default_rng(5)
+    assert as_rng(g) is g  # used as it is: the caller's stream advances
+    assert as_rng(7).random() == np.random.default_rng(7).random()
+    assert as_rng(np.int64(7)).random() == np.random.default_rng(7).random()
+    assert isinstance(as_rng(None), np.random.Generator)
+    for bad in (1.5, "0", True):
+        with pytest.raises(TypeError, match="seed must be None, an int or a numpy"):
+            as_rng(bad)
+    with pytest.raises(ValueError, match="non-negative"):
+        as_rng(-1)
+    assert int_seed(11) == 11
+    assert int_seed(np.random.default_rng(0)) == int(np.random.default_rng(0).integers(2**31 - 1))
+
+
+def test_make_generator_accepts_every_source():
+    t = torch.Generator().manual_seed(3)
+    assert make_generator(t) is t
+    a = torch.rand(3, generator=make_generator(4))
+    assert torch.equal(a, torch.rand(3, generator=torch.Generator().manual_seed(4)))
+    n = np.random.default_rng(0)
+    seed = int(np.random.default_rng(0).integers(0, 2**63 - 1))
+    assert torch.equal(torch.rand(3, generator=make_generator(n)),
+                       torch.rand(3, generator=torch.Generator().manual_seed(seed)))
+    assert isinstance(make_generator(None), torch.Generator)
+    with pytest.raises(TypeError, match="seed must be"):
+        make_generator(0.5)
+
+
+# every numpy data generator: an int seed equals default_rng(int); a Generator is shared;
+# None works
+NUMPY_DRAWS = {
+    "stochastic_block_model": lambda seed: stochastic_block_model([5, 5], 0.8, 0.1, seed=seed).edges,
+    "linear_model_data": lambda seed: linear_model_data(np.ones((4, 2)), 3, 0.1, seed=seed).labels,
+    "sampling_mask": lambda seed: sampling_mask(20, 0.5, seed=seed),
+    "clustered_data": lambda seed: clustered_data([3, 3], 0.9, 0.1, 2, 4, 2, 3, 0.1, seed).labels,
+    "noniid_data": lambda seed: noniid_data(4, 2, 2, 4, 2, 3, 0.1, seed).labels,
+    "heterogeneous_nodes": lambda seed: heterogeneous_nodes(seed, dim=2, n_train=3, n_test=2).x_train[0],
+    "dirichlet_label_skew": lambda seed: np.concatenate(dirichlet_label_skew(np.arange(40) % 4, 4, 0.5, seed=seed)),
+    "shards": lambda seed: np.concatenate(shards(np.arange(40) % 4, 4, 2, seed=seed)),
+    "quantity_skew": lambda seed: np.concatenate(quantity_skew(40, 4, 1.0, seed=seed)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_DRAWS))
+def test_numpy_functions_take_seed(name):
+    draw = NUMPY_DRAWS[name]
+    np.testing.assert_array_equal(draw(3), draw(np.random.default_rng(3)))
+    np.testing.assert_array_equal(draw(3), draw(3))
+    shared = np.random.default_rng(3)
+    first, second = draw(shared), draw(shared)  # one stream: the second call continues it
+    assert first.shape != second.shape or not np.array_equal(first, second)
+    draw(None)
+    with pytest.raises(TypeError, match="seed"):
+        draw(0.5)
+
+
+def test_torch_algorithms_take_every_source():
+    from networkedfl.algorithms.fedavg import fedavg
+
+    data = ClientData.from_arrays(np.arange(40.0).reshape(4, 5, 2) / 40, np.arange(20.0).reshape(4, 5))
+
+    def run(seed):
+        return fedavg(linear_regression(2), data, n_rounds=2, local_epochs=1, batch_size=2,
+                      lr=0.1, client_fraction=0.5, seed=seed).global_params
+
+    torch.testing.assert_close(run(1), run(torch.Generator().manual_seed(1)), rtol=0, atol=0)
+    torch.testing.assert_close(run(np.random.default_rng(2)), run(np.random.default_rng(2)), rtol=0, atol=0)
+    assert torch.isfinite(run(None)).all()
