@@ -6,6 +6,7 @@ here.  The PyTorch baselines are imported from their modules, e.g.
 ``local``, ``local_sgd``), so that ``import networkedfl`` does not import PyTorch.
 """
 
+from .errors import NonFiniteError
 from .fedavg_proximal import fedavg_proximal
 from .gtv_regressor import GTVRegressor
 from .pooled import PooledFit, pooled_linear_regression, pooled_per_group, pooled_tree
@@ -14,6 +15,7 @@ from .primal_dual import HistoryRecorder, PrimalDualResult, gtv_primal_dual
 __all__ = [
     "GTVRegressor",
     "HistoryRecorder",
+    "NonFiniteError",
     "PooledFit",
     "PrimalDualResult",
     "fedavg_proximal",

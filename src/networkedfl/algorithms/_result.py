@@ -7,6 +7,8 @@ Every baseline (:func:`~networkedfl.algorithms.fedavg.fedavg`,
 After each round it appends one row to ``log`` (what was sent, how many messages and
 floats went up and down) and one row to ``history`` (the round number, the cumulative
 communication, algorithm-specific entries and whatever the user's callback returns).
+Before the row, the clients' and the server's models are checked: NaN or inf stops the run
+with :class:`~networkedfl.algorithms.errors.NonFiniteError`, naming the round and the clients.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 from torch import Tensor
 
 from ..models import FlatModel
+from .errors import NonFiniteError
 
 __all__ = ["Callback", "FederatedResult", "RoundState"]
 
@@ -149,6 +152,7 @@ class _Recorder:
         }
         if extra:
             row.update(extra)
+        _check_finite(round_, client_params, global_params, self.history)
         if self.callback is not None:
             state = RoundState(
                 round_,
@@ -195,6 +199,19 @@ class _Recorder:
     def server_result(self, global_params: Tensor, group_of: Tensor) -> FederatedResult:
         """Result of a client-server run: every client holds its group's model."""
         return FederatedResult(global_params[group_of], global_params, group_of, self.history, self.log)
+
+
+def _check_finite(round_: int, client_params: Tensor, global_params: Tensor,
+                  history: list[dict[str, Any]]) -> None:
+    """Raise :class:`NonFiniteError` naming the clients and server models that diverged.
+
+    One reduction over each parameter matrix per round (one device sync on a GPU).
+    """
+    if bool(torch.isfinite(client_params).all()) and bool(torch.isfinite(global_params).all()):
+        return
+    clients = torch.nonzero(~torch.isfinite(client_params).all(dim=-1)).flatten().tolist()
+    models = torch.nonzero(~torch.isfinite(global_params).all(dim=-1)).flatten().tolist()
+    raise NonFiniteError(round_, clients, int(client_params.shape[0]), models, history)
 
 
 def _itemsize(dtype: torch.dtype) -> int:

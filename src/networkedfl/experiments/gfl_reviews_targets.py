@@ -6,6 +6,7 @@ from functools import partial
 
 from .gfl_reviews import review_stats_claims, review_stats_inputs, run_review_stats
 from .gfl_reviews_nlp import (
+    METHOD_NAMES,
     review_nlp_claims,
     review_nlp_inputs,
     review_nlp_settings,
@@ -24,4 +25,5 @@ register(Experiment(
     title="Next-word prediction on 16 review domains: BiG-FL vs FeSEM, FedAvg and DFL (test loss vs rounds)",
     run=partial(run_review_nlp, experiment_id="gfl_fig10_4_reviews_nlp"),
     claims=review_nlp_claims, settings=review_nlp_settings, inputs=review_nlp_inputs,
+    method_names=METHOD_NAMES,
 ))

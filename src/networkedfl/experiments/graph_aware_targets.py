@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import partial
 
 from .graph_aware import (
+    METHOD_NAMES,
     dfl_claims,
     homologous_graphs_claims,
     method_settings,
@@ -22,7 +23,7 @@ register(Experiment(
     id="gfl_fig10_1_dfl", kind="figure", source="chapter, Fig 10.1",
     title="FedAvg vs DFL-SGD vs DFL-GT on five heterogeneous nodes: test loss vs communication rounds",
     run=partial(run_dfl, experiment_id="gfl_fig10_1_dfl"), claims=dfl_claims,
-    settings=method_settings,
+    settings=method_settings, method_names=METHOD_NAMES,
 ))
 register(Experiment(
     id="gfl_fig10_2_homologous_graphs", kind="diagram", source="chapter, Fig 10.2",
@@ -41,5 +42,5 @@ register(Experiment(
     id="gfl_fig10_3_synthetic", kind="figure", source="chapter, Fig 10.3",
     title="BiG-FL vs FeSEM, FedAvg, DFL-SGD and DFL-GT on the homologous-graph data: local test loss",
     run=partial(run_synthetic, experiment_id="gfl_fig10_3_synthetic"), claims=synthetic_claims,
-    settings=method_settings,
+    settings=method_settings, method_names=METHOD_NAMES,
 ))

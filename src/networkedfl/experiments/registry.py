@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -59,6 +59,9 @@ class Experiment:
     claims: Callable[[pd.DataFrame, Params], list[Claim]]
     settings: Callable[[Params], list[str]] = _single_setting
     inputs: Callable[[Params], Mapping[str, str | list[str]]] | None = None
+    #: The ``method`` label of each setting, for rows written without a run's table (a
+    #: tuning point whose run diverged); a setting not listed is its own label.
+    method_names: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def has_figure(self) -> bool:

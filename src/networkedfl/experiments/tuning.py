@@ -35,12 +35,17 @@ from __future__ import annotations
 
 import copy
 import itertools
+import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from ..algorithms.errors import NonFiniteError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "TUNING_KEY",
@@ -217,16 +222,25 @@ def point_spec(params: Params, setting: str, point: int) -> dict[str, Any]:
 
 
 def evaluate_point(run: Any, spec: Mapping[str, Any], setting: str, base_seed: int,
-                   **extra: Any) -> pd.DataFrame:
+                   *, method_name: str | None = None, **extra: Any) -> pd.DataFrame:
     """Run one tuning job (a :func:`point_spec`) on every tuning seed; one row per seed.
 
     ``run`` is the experiment's run function; rows: ``method``, ``tuning_point``,
     ``tuning_values``, ``seed``, ``metric`` (``tuning_validation_loss``), ``value`` (the
-    final validation loss, ``inf`` if the run diverged).
+    final validation loss, ``inf`` if the run diverged: non-finite, or stopped by
+    :class:`~networkedfl.algorithms.NonFiniteError`).  ``method_name``: the ``method`` of
+    a row whose run stopped (default: ``setting``).
     """
     rows = []
     for seed in spec["seeds"]:
-        table = run(spec["params"], setting, int(seed), base_seed, **extra)
+        try:
+            table = run(spec["params"], setting, int(seed), base_seed, **extra)
+        except NonFiniteError as err:  # a diverged grid point is an outcome, scored inf
+            log.info("tuning point %s (%s), seed %s diverged: %s", spec["point"], spec["label"], seed, err)
+            rows.append({"method": method_name or setting, "tuning_point": int(spec["point"]),
+                         "tuning_values": spec["label"], "seed": int(seed),
+                         "metric": "tuning_validation_loss", "value": math.inf})
+            continue
         method = str(table["method"].iloc[0]) if "method" in table and len(table) else setting
         rows.append({"method": method, "tuning_point": int(spec["point"]), "tuning_values": spec["label"],
                      "seed": int(seed), "metric": "tuning_validation_loss", "value": final_value(table)})

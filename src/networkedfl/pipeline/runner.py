@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..algorithms.errors import NonFiniteError
 from ..experiments import get_experiment
 from ..experiments.tuning import (
     evaluate_point,
@@ -134,7 +135,8 @@ def run_tuning_job(target: str, spec: Mapping[str, Any], base_seed: int,
     experiment = get_experiment(target)
     extra = _input_kwargs(experiment, target, inputs, lambda: dict(experiment.inputs(spec["params"])))
     start = time.perf_counter()
-    table = evaluate_point(experiment.run, spec, spec["setting"], int(base_seed), **extra)
+    method = experiment.method_names.get(spec["setting"], spec["setting"])
+    table = evaluate_point(experiment.run, spec, spec["setting"], int(base_seed), method_name=method, **extra)
     log.info("tuned %s/%s point %s (%s): validation loss %s in %.1f s", target, spec["setting"],
              spec["point"], spec["label"], ", ".join(f"{v:.6g}" for v in table["value"]),
              time.perf_counter() - start)
@@ -160,7 +162,11 @@ def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
     extra = _input_kwargs(experiment, target, inputs, lambda: job_inputs(config, target, setting))
     start = time.perf_counter()
     log.info("running %s, setting %s, seed %s", target, setting, seed)
-    table = tag_variant(experiment.run(params, own_setting, int(seed), int(config["seed"]), **extra), variant)
+    try:
+        table = experiment.run(params, own_setting, int(seed), int(config["seed"]), **extra)
+    except NonFiniteError as err:  # name the job: the algorithm knows only rounds and clients
+        raise RuntimeError(f"{target}, setting {setting!r}, seed {seed} diverged: {err}") from err
+    table = tag_variant(table, variant)
     log.info("finished %s/%s/seed-%s: %d rows in %.1f s", target, setting, seed, len(table),
              time.perf_counter() - start)
     return table
