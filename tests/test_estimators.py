@@ -77,6 +77,10 @@ def test_gtv_regressor_takes_ragged_nodes():
     model = GTVRegressor(lam=0.2, n_iter=300).fit(graph, xs, ys)
     direct = gtv_primal_dual(graph, SquaredErrorLoss(NodeData.from_ragged(xs, ys)), "nlasso", 0.2, 300)
     np.testing.assert_array_equal(model.weights_, direct.weights)
+    back_x, back_y = NodeData.from_ragged(xs, ys).to_ragged()  # the padding comes off again
+    assert [a.shape for a in back_x] == [a.shape for a in xs]
+    for a, b in zip(back_x + back_y, xs + ys, strict=True):
+        np.testing.assert_array_equal(a, b)
     pred = model.predict(xs)
     assert [len(p) for p in pred] == sizes
     assert model.score(xs, ys) > 0.9

@@ -78,6 +78,18 @@ def test_quantity_skew_sizes_follow_the_dirichlet_and_labels_stay_iid():
     assert big and np.abs(_class_shares(big) - 0.1).max() < 0.08
 
 
+def test_quantity_skew_min_size_never_fails():
+    # the old redraw loop gave up on 1 seed in ~50 here (seed 1 among them)
+    for seed in range(60):
+        parts = quantity_skew(200, 34, 2.0, seed=seed, min_size=2)
+        _check_partition(parts, 200)
+        assert min(len(p) for p in parts) >= 2
+    tight = quantity_skew(68, 34, 0.1, seed=0, min_size=2)  # nothing left to share out
+    assert [len(p) for p in tight] == [2] * 34
+    with pytest.raises(ValueError, match="min_size=3"):
+        quantity_skew(100, 34, 1.0, seed=0, min_size=3)
+
+
 def test_mixture_is_fedrelax_algorithm_3():
     sources = np.repeat(np.arange(3), 1000)
     parts = mixture(sources, 8, 60, seed=5)

@@ -34,5 +34,7 @@ def test_tutorial_notebook_runs_and_collaboration_beats_the_bounds(repo, tmp_pat
     assert mse["tree", "FedRelax"] < mse["tree", "local-only"]
     for family in ("linear", "tree"):  # the oracle knows the communities: the lower reference
         assert mse[family, "oracle (true communities)"] < mse[family, "pooled"]
+    executed = (tmp_path / "executed.ipynb").read_text()
+    assert "Warning" not in executed  # e.g. tqdm.auto's "IProgress not found" without ipywidgets
     stored = json.loads((repo / NOTEBOOK).read_text())  # kept in the repository without outputs
     assert not any(cell.get("outputs") for cell in stored["cells"] if cell["cell_type"] == "code")

@@ -95,6 +95,14 @@ class NodeData:
             x[i, : len(v)], y[i, : len(v)] = f, v
         return cls(x, y, counts)
 
+    def to_ragged(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per-node features ``(m_i, d)`` and labels ``(m_i,)`` without the padding: the
+        inverse of :meth:`from_ragged`, and the ``X, y`` that the estimators
+        (``GTVRegressor``, ``FedRelax``) and scikit-learn models take."""
+        m = self.samples_per_node
+        return ([self.features[i, : m[i]] for i in range(self.n_nodes)],
+                [self.labels[i, : m[i]] for i in range(self.n_nodes)])
+
     @property
     def n_nodes(self) -> int:
         return int(self.features.shape[0])

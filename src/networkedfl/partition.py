@@ -110,20 +110,24 @@ def shards(labels: Any, n_clients: int, shards_per_client: int, *, seed: Seed = 
 
 
 def quantity_skew(n_samples: int, n_clients: int, alpha: float, *, seed: Seed = None,
-                  min_size: int = 1, max_tries: int = 100) -> list[np.ndarray]:
-    """Size-skewed partition of ``range(n_samples)``: client shares ``p ~ Dir(alpha 1_n)``,
-    sizes by largest-remainder rounding of ``p n_samples``, samples drawn at random
-    (redrawn until every client holds ``min_size``, at most ``max_tries`` times)."""
+                  min_size: int = 1) -> list[np.ndarray]:
+    """Size-skewed partition of ``range(n_samples)``: every client first gets ``min_size``
+    samples, the other ``n_samples - n_clients min_size`` are shared out by client shares
+    ``p ~ Dir(alpha 1_n)`` (largest-remainder rounding); samples are drawn at random.
+
+    Guaranteeing ``min_size`` this way never fails (a redraw-until-large-enough loop does,
+    for some seeds, at small ``alpha`` or many clients)."""
     total, n = _positive(n_samples, "n_samples"), _positive(n_clients, "n_clients")
     if not np.isfinite(alpha) or alpha <= 0:
         raise ValueError(f"alpha must be positive, got {alpha}")
+    if isinstance(min_size, bool) or not isinstance(min_size, int | np.integer) or min_size < 0:
+        raise ValueError(f"min_size must be a non-negative integer, got {min_size!r}")
+    if n * min_size > total:
+        raise ValueError(f"cannot give each of {n} clients min_size={min_size} samples: only {total}")
     rng = as_rng(seed)
-    for _ in range(_positive(max_tries, "max_tries")):
-        sizes = largest_remainder(total, rng.dirichlet(np.full(n, float(alpha))))[0]
-        if sizes.min() >= min_size:
-            return _split(rng.permutation(total), np.repeat(np.arange(n), sizes), n)
-    raise ValueError(f"no Dirichlet(alpha={alpha}) split of {total} samples gave every one of {n} "
-                     f"clients {min_size} samples in {max_tries} draws")
+    rest = total - n * int(min_size)
+    sizes = int(min_size) + largest_remainder(rest, rng.dirichlet(np.full(n, float(alpha))))[0]
+    return _split(rng.permutation(total), np.repeat(np.arange(n), sizes), n)
 
 
 def mixture(sources: Any, n_clients: int, samples_per_client: int, *, seed: Seed = None) -> list[np.ndarray]:

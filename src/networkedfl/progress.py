@@ -8,9 +8,16 @@ the pipeline's experiment jobs set so that their logs show tqdm progress (update
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
-__all__ = ["ENV_VAR", "show_progress"]
+if importlib.util.find_spec("ipywidgets") is None:
+    # tqdm.auto would warn "IProgress not found" in every notebook and fall back to text bars
+    from tqdm.std import tqdm
+else:  # notebook widgets where Jupyter can draw them, text bars elsewhere
+    from tqdm.auto import tqdm
+
+__all__ = ["ENV_VAR", "show_progress", "tqdm"]
 
 ENV_VAR = "NETWORKEDFL_PROGRESS"
 _FALSE = {"", "0", "false", "no", "off"}

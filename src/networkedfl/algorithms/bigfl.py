@@ -106,10 +106,10 @@ import numpy as np
 import torch
 from torch import Tensor
 from torch.func import vjp
-from tqdm.auto import tqdm
 
 from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
 from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
+from ..progress import tqdm
 from ._result import (
     Callback,
     FederatedResult,

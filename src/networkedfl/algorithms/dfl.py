@@ -45,10 +45,10 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
 from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
+from ..progress import tqdm
 from ._result import (
     Callback,
     FederatedResult,

@@ -47,10 +47,9 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
-from tqdm.auto import tqdm
 
-from ..graphs import EmpiricalGraph, GraphLike, as_graph
-from ..progress import show_progress
+from ..graphs import GraphLike, as_graph
+from ..progress import show_progress, tqdm
 from ..seeding import Seed, as_rng
 
 __all__ = [
@@ -384,7 +383,7 @@ class FedRelax(BaseEstimator):
         self.random_state = random_state
         self.progress = progress
 
-    def fit(self, graph: EmpiricalGraph, X: Any, y: Any, public: Any,
+    def fit(self, graph: GraphLike, X: Any, y: Any, public: Any,
             callback: Callback | None = None) -> FedRelax:
         """Run FedRelax on ``graph`` with local data ``(X[i], y[i])`` and public data ``public[i]``."""
         result = fedrelax(

@@ -49,11 +49,10 @@ import numpy as np
 import scipy.sparse.linalg as spla
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from ..graphs import EmpiricalGraph, GraphLike, as_graph
 from ..models import DeviceLike, GeneratorLike, make_generator
-from ..progress import show_progress
+from ..progress import show_progress, tqdm
 
 __all__ = [
     "LinearFedRelaxResult",

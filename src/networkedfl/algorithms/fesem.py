@@ -60,9 +60,9 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
+from ..progress import tqdm
 from ._result import (
     Callback,
     FederatedResult,

@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse.linalg import splu
-from tqdm.auto import tqdm
 
 from ..graphs import EmpiricalGraph, GraphError, GraphLike, as_graph
 from ..losses import LocalLoss
 from ..penalties import Penalty, get_penalty
-from ..progress import show_progress
+from ..progress import show_progress, tqdm
 
 __all__ = [
     "DUAL_UPDATES",
