@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._validation import check_int_array
 from .seeding import Seed, as_rng
 
 __all__ = [
@@ -41,7 +42,8 @@ class NodeData:
     labels
         Array of shape ``(n, m)``.
     counts
-        Optional ``(n,)`` number of real samples of every node (``1 <= counts[i] <= m``):
+        Optional ``(n,)`` number of real samples of every node (``1 <= counts[i] <= m``;
+        integers, integral floats such as ``2.0`` too, see :mod:`networkedfl._validation`):
         node ``i``'s samples are its first ``counts[i]`` rows, and the rows after them are
         padding, set to zero on construction.  ``None``: every node has ``m`` samples.
         :meth:`from_ragged` builds it from per-node arrays.  Zero rows add nothing to a
@@ -56,16 +58,20 @@ class NodeData:
 
     def __post_init__(self) -> None:
         x, y = np.asarray(self.features, float), np.asarray(self.labels, float)
-        if x.ndim != 3 or y.shape != x.shape[:2]:
-            raise ValueError(
-                f"features must be (n, m, d) and labels (n, m); got {x.shape} and {y.shape}"
-            )
+        if x.ndim != 3:
+            raise ValueError(f"features must have shape (n, m, d), got {x.shape}")
+        if y.shape != x.shape[:2]:
+            raise ValueError(f"labels must have shape {x.shape[:2]} (one row per node of features), got {y.shape}")
+        if not x.shape[0] or not x.shape[1]:
+            raise ValueError(f"features hold no {'node' if not x.shape[0] else 'sample'} (shape {x.shape}): "
+                             "need at least one")
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
             raise ValueError("local datasets contain NaN or infinite values")
         if self.counts is not None:
-            counts = np.asarray(self.counts)
-            if counts.shape != (x.shape[0],) or not np.issubdtype(counts.dtype, np.integer):
-                raise ValueError(f"counts must be {x.shape[0]} integers (one per node), got {self.counts!r}")
+            counts = check_int_array(self.counts, "counts")
+            if counts.shape != (x.shape[0],):
+                raise ValueError(f"counts must have shape ({x.shape[0]},) (one per node of features), "
+                                 f"got {counts.shape}")
             bad = np.flatnonzero((counts < 1) | (counts > x.shape[1]))
             if bad.size:
                 raise ValueError(f"counts must lie in [1, {x.shape[1]}]; nodes {bad[:10].tolist()} have "

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph  # noqa: F401  (registers sp.csgraph)
 
+from ._validation import check_int, check_int_array
 from .seeding import Seed, as_rng
 
 __all__ = [
@@ -41,29 +42,6 @@ class GraphError(ValueError):
     """Raised for a malformed graph (bad edge list, weights, or node indices)."""
 
 
-def _integer(value, name: str) -> int:
-    """``value`` as an int; a non-integral number (``2.7``) or a bool is an error naming ``name``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)):
-        raise GraphError(f"{name} must be an integer, got {value!r}")
-    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
-        raise GraphError(f"{name} must be an integer, got {value!r}")
-    return int(value)
-
-
-def _integer_array(values: np.ndarray, name: str) -> np.ndarray:
-    """``values`` as int64; non-integral entries (``1.7``, NaN) are an error naming ``name``."""
-    arr = np.asarray(values)
-    if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        if arr.size:
-            raise GraphError(f"{name} must hold integers, got dtype {arr.dtype}")
-        return arr.astype(np.int64)
-    if np.issubdtype(arr.dtype, np.floating):
-        bad = ~np.isfinite(arr) | (arr != np.round(arr))
-        if np.any(bad):
-            raise GraphError(f"{name} must hold integers, got {arr[bad].ravel()[0]!r}")
-    return arr.astype(np.int64)
-
-
 @dataclass(frozen=True, eq=False)
 class EmpiricalGraph:
     """Undirected weighted graph with ``n_nodes`` nodes.
@@ -74,7 +52,10 @@ class EmpiricalGraph:
         Number of nodes, indexed ``0 .. n_nodes - 1``.
     edges
         Integer array of shape ``(E, 2)``; each undirected edge once.  Edges are
-        re-oriented so that ``edges[e, 0] < edges[e, 1]``.
+        re-oriented so that ``edges[e, 0] < edges[e, 1]``.  A float array is accepted
+        when every entry is integral (``1.0``); ``1.7``, NaN or booleans are an error, as
+        is any other shape (a ``(2, E)`` array is not transposed).  The rule for
+        integers, here and for ``n_nodes`` and ``clusters``, is :mod:`networkedfl._validation`'s.
     weights
         Non-negative edge weights ``A_e`` of shape ``(E,)``.  A weight of 0 keeps the
         edge in the structure (and in the degrees used for step sizes) but removes its
@@ -98,7 +79,7 @@ class EmpiricalGraph:
     parallel_edges: bool = False
 
     def __post_init__(self) -> None:
-        n = _integer(self.n_nodes, "n_nodes")
+        n = check_int(self.n_nodes, "n_nodes", error=GraphError)
         if n < 1:
             raise GraphError(f"n_nodes must be positive, got {self.n_nodes}")
         edges = np.asarray(self.edges)
@@ -107,8 +88,11 @@ class EmpiricalGraph:
         if edges.ndim != 2 or edges.shape[1] != 2:
             hint = " (a (2, E) array? pass its transpose)" if edges.ndim == 2 and edges.shape[0] == 2 else ""
             raise GraphError(f"edges must have shape (E, 2), got {edges.shape}{hint}")
-        edges = _integer_array(edges, "edges")
-        weights = np.asarray(self.weights, dtype=np.float64)
+        edges = check_int_array(edges, "edges", error=GraphError)
+        try:
+            weights = np.asarray(self.weights, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise GraphError(f"weights must be numbers, got {self.weights!r}") from exc
         if weights.ndim != 1:
             raise GraphError(f"weights must be one-dimensional (E,), got shape {weights.shape}")
         if weights.shape[0] != edges.shape[0]:
@@ -135,7 +119,7 @@ class EmpiricalGraph:
             clusters = np.asarray(self.clusters)
             if clusters.ndim != 1:
                 raise GraphError(f"clusters must be one-dimensional (n_nodes,), got shape {clusters.shape}")
-            clusters = _integer_array(clusters, "clusters")
+            clusters = check_int_array(clusters, "clusters", error=GraphError)
             if clusters.shape[0] != n:
                 raise GraphError(f"clusters has {clusters.shape[0]} labels for {n} nodes")
             object.__setattr__(self, "clusters", clusters)

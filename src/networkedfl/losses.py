@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ._validation import check_node_mask
 from .data import NodeData
 
 __all__ = ["REDUCTIONS", "LocalLoss", "SquaredErrorLoss"]
@@ -86,9 +87,7 @@ class SquaredErrorLoss:
     def __post_init__(self) -> None:
         if self.reduction not in REDUCTIONS:
             raise ValueError(f"reduction must be one of {REDUCTIONS}, got {self.reduction!r}")
-        mask = np.ones(self.data.n_nodes, bool) if self.mask is None else np.asarray(self.mask, bool)
-        if mask.shape != (self.data.n_nodes,):
-            raise ValueError(f"mask must have shape ({self.data.n_nodes},), got {mask.shape}")
+        mask = check_node_mask(self.mask, self.data.n_nodes)
         if not mask.any():
             warnings.warn("the sampling mask selects no node: every local loss is trivial and "
                           "GTV minimisation only smooths the starting point", UserWarning, stacklevel=3)

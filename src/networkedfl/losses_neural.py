@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ._validation import check_node_mask
 from .models import DeviceLike
 from .neural import TwoLayerNetwork
 
@@ -107,9 +108,7 @@ class InexactProxCrossEntropy:
         if not self.prox_scale >= 0:
             raise ValueError(f"prox_scale must be >= 0, got {self.prox_scale!r}")
         rows = int(self.replicas) * x.shape[0]
-        mask = np.ones(rows, bool) if self.mask is None else np.asarray(self.mask, bool)
-        if mask.shape != (rows,):
-            raise ValueError(f"mask must have shape ({rows},), got {mask.shape}")
+        mask = check_node_mask(self.mask, rows)
         object.__setattr__(self, "features", x)
         object.__setattr__(self, "labels", y)
         object.__setattr__(self, "mask", mask)

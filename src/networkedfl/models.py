@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, grad, vmap
 
+from ._validation import check_int_array
 from .data import NodeData
 
 __all__ = [
@@ -348,6 +349,28 @@ class PaddedClients:
         averaging weights."""
         return self.sample_weights.sum(dim=1)
 
+    def _check_layout(self, *, vector_targets: bool) -> None:
+        """Tensors ``features (n, m, ...)`` with ``n >= 1``, ``targets (n, m)`` (or ``(n, m,
+        ...)`` with ``vector_targets``) and finite, non-negative ``sample_weights (n, m)``;
+        each error names the field that is wrong."""
+        x, y, w = self.features, self.targets, self.sample_weights
+        if not all(isinstance(t, Tensor) for t in (x, y, w)):
+            raise TypeError(f"{type(self).__name__} fields must be torch tensors (use from_arrays)")
+        if x.ndim < 2:
+            raise ValueError(f"features must have shape (n, m, ...), got {tuple(x.shape)}")
+        n, m = x.shape[:2]
+        if n == 0:
+            raise ValueError(f"features hold no client (shape {tuple(x.shape)}): need at least one")
+        if (y.shape[:2] if vector_targets else y.shape) != (n, m):
+            want = f"({n}, {m}, ...)" if vector_targets else f"({n}, {m})"
+            raise ValueError(f"targets must have shape {want} (one row per client of features), "
+                             f"got {tuple(y.shape)}")
+        if w.shape != (n, m):
+            raise ValueError(f"sample_weights must have shape ({n}, {m}) (one per sample of features), "
+                             f"got {tuple(w.shape)}")
+        if not bool(torch.all(torch.isfinite(w))) or bool(torch.any(w < 0)):
+            raise ValueError("sample_weights must be finite and non-negative")
+
 
 @dataclass(frozen=True, eq=False)
 class ClientData(PaddedClients):
@@ -375,16 +398,8 @@ class ClientData(PaddedClients):
     sample_weights: Tensor
 
     def __post_init__(self) -> None:
+        self._check_layout(vector_targets=False)
         x, y, w = self.features, self.targets, self.sample_weights
-        if not all(isinstance(t, Tensor) for t in (x, y, w)):
-            raise TypeError("ClientData fields must be torch tensors (use from_arrays)")
-        if x.ndim < 2 or y.shape != x.shape[:2] or w.shape != x.shape[:2]:
-            raise ValueError(
-                "features must be (n, m, ...), targets and sample_weights (n, m); got "
-                f"{tuple(x.shape)}, {tuple(y.shape)} and {tuple(w.shape)}"
-            )
-        if not bool(torch.all(torch.isfinite(w))) or bool(torch.any(w < 0)):
-            raise ValueError("sample_weights must be finite and non-negative")
         for name, t in (("features", x), ("targets", y)):
             if t.is_floating_point():
                 bad = torch.nonzero(~torch.isfinite(t).reshape(t.shape[0], -1).all(dim=1)).reshape(-1)
@@ -465,19 +480,23 @@ class ClientData(PaddedClients):
         counts
             Optional number of real samples per client ``(n,)``: the first ``counts[i]``
             samples of row ``i`` get weight 1, the rest (padding) weight 0.  ``None``: all
-            samples are real.
+            samples are real.  Integers (integral floats such as ``2.0`` too; ``1.5`` and
+            booleans are an error, see :mod:`networkedfl._validation`).
         """
         x = _as_tensor(features, dtype, device)
         y = _targets_tensor(targets, dtype, device)
         if x.ndim < 2:
-            raise ValueError(f"features must be (n, m, ...), got shape {tuple(x.shape)}")
+            raise ValueError(f"features must have shape (n, m, ...), got {tuple(x.shape)}")
         n, m = x.shape[:2]
         if counts is None:
             w = torch.ones((n, m), dtype=dtype, device=device)
         else:
-            c = torch.as_tensor(np.asarray(counts), dtype=torch.int64, device=device).reshape(-1)
-            if c.shape != (n,) or bool(torch.any(c < 0)) or bool(torch.any(c > m)):
-                raise ValueError(f"counts must be {n} integers in [0, {m}], got {counts!r}")
+            c = check_int_array(counts, "counts")
+            if c.shape != (n,):
+                raise ValueError(f"counts must have shape ({n},) (one per client of features), got {c.shape}")
+            if n and (c.min() < 0 or c.max() > m):
+                raise ValueError(f"counts must lie in [0, {m}], got {counts!r}")
+            c = torch.as_tensor(c, device=device)
             w = (torch.arange(m, device=device)[None, :] < c[:, None]).to(dtype)
         return cls(x, y, w)
 

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._validation import check_int
 from ..models import FlatModel
 from .errors import NonFiniteError
 
@@ -219,10 +220,8 @@ def _itemsize(dtype: torch.dtype) -> int:
 
 
 def _check_positive_int(value: int, name: str, *, allow_zero: bool = True) -> int:
-    if isinstance(value, bool) or int(value) != value or value < (0 if allow_zero else 1):
-        bound = "non-negative" if allow_zero else "positive"
-        raise ValueError(f"{name} must be a {bound} integer, got {value!r}")
-    return int(value)
+    """``value`` as an int of at least 0 (``allow_zero``) or 1; see :func:`check_int`."""
+    return check_int(value, name, minimum=0 if allow_zero else 1)
 
 
 def _check_groups(groups: Any, n: int, device: torch.device) -> tuple[Tensor, int]:
@@ -238,8 +237,10 @@ def _check_groups(groups: Any, n: int, device: torch.device) -> tuple[Tensor, in
     return g, (int(g.max()) + 1 if n else 1)
 
 
-def _check_participants(participants: Any, n: int, device: torch.device) -> Tensor:
-    """Boolean mask ``(n,)`` of the clients allowed to train (default: all)."""
+def _check_participants(participants: Any, n: int, device: torch.device, *,
+                        allow_none: bool = False) -> Tensor:
+    """Boolean mask ``(n,)`` of the clients allowed to train (default: all); one with no
+    client is an error unless ``allow_none`` (the server algorithms' rounds need one)."""
     if participants is None:
         return torch.ones(n, dtype=torch.bool, device=device)
     p = (
@@ -249,6 +250,8 @@ def _check_participants(participants: Any, n: int, device: torch.device) -> Tens
     )
     if p.dtype != torch.bool or p.shape != (n,):
         raise ValueError(f"participants must be a boolean mask of shape ({n},)")
+    if not allow_none and not bool(p.any()):
+        raise ValueError("participants select no client: at least one client must be allowed to train")
     return p.to(device)
 
 

@@ -88,14 +88,7 @@ class ClientBatches(PaddedClients):
     sample_weights: Tensor
 
     def __post_init__(self) -> None:
-        x, y, w = self.features, self.targets, self.sample_weights
-        if x.ndim < 2 or y.shape[:2] != x.shape[:2] or w.shape != x.shape[:2]:
-            raise ValueError(
-                "features must be (n, m, ...), targets (n, m, ...) and sample_weights (n, m); "
-                f"got {tuple(x.shape)}, {tuple(y.shape)} and {tuple(w.shape)}"
-            )
-        if bool(torch.any(w < 0)) or not bool(torch.all(torch.isfinite(w))):
-            raise ValueError("sample_weights must be finite and non-negative")
+        self._check_layout(vector_targets=True)
 
     @classmethod
     def from_arrays(
@@ -173,6 +166,8 @@ def as_batches(data: Any, dtype: torch.dtype, device: DeviceLike) -> BatchSource
     if isinstance(data, ClientBatches):
         return data.to(dtype, device)
     if isinstance(data, BatchSource):
+        if data.n_clients < 1:
+            raise ValueError(f"data holds no client (n_clients = {data.n_clients}): need at least one")
         return data
     raise TypeError(
         "data must be a ClientData, a ClientBatches or an object with n_clients and "

@@ -144,8 +144,8 @@ def fedavg(
         with the true clusters).  ``None``: a single global model.
     participants
         Optional boolean mask ``(n,)`` of clients that may be selected (e.g. the sampling
-        set ``M`` of the GTV experiments; ``n_g`` counts participants only).  The others
-        never train but still receive their group's final model.
+        set ``M`` of the GTV experiments; ``n_g`` counts participants only; at least one).
+        The others never train but still receive their group's final model.
     init
         Starting global model: ``(P,)`` for all groups or ``(G, P)``; ``None``: one draw
         of ``model.init``.

@@ -149,7 +149,7 @@ def pfedme(
     data = data.to(dtype, device)
     n = data.n_clients
     gen = make_generator(seed)
-    allowed = _check_participants(participants, n, device)
+    allowed = _check_participants(participants, n, device, allow_none=True)
     global_w = _initial_rows(model, init, 1, gen, dtype, device, "server")[0]
     theta = global_w.expand(n, -1).clone()
     groups = torch.zeros(n, dtype=torch.int64, device=device)

@@ -1,0 +1,76 @@
+"""Argument checks shared across the package: integers, integer arrays, boolean masks.
+
+One rule for what counts as an integer, wherever a count or an index is taken (node and
+edge indices of :class:`~networkedfl.graphs.EmpiricalGraph`, sample ``counts`` of
+:class:`~networkedfl.data.NodeData` and :class:`~networkedfl.models.ClientData`, round and
+step counts of the algorithms): an ``int``, a numpy integer, or a float whose value is
+integral (``3.0``, as a config file or a float array gives it).  ``bool`` is not an
+integer, nor are ``2.7``, NaN or a string: nothing is truncated or coerced, and every error
+names the argument.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["check_int", "check_int_array", "check_node_mask"]
+
+_BOUNDS = {0: "a non-negative integer", 1: "a positive integer"}
+
+
+def check_int(value: Any, name: str, *, minimum: int | None = None,
+              error: type[ValueError] = ValueError) -> int:
+    """``value`` as an ``int``, if it is an integer (see the module docstring) of at least
+    ``minimum``; else ``error`` naming ``name``."""
+    if isinstance(value, bool | np.bool_):
+        number = None
+    elif isinstance(value, float | np.floating):
+        number = int(value) if math.isfinite(value) and float(value).is_integer() else None
+    else:
+        try:
+            number = operator.index(value)
+        except TypeError:
+            number = None
+    if number is None or (minimum is not None and number < minimum):
+        what = "an integer" if minimum is None else _BOUNDS.get(minimum, f"an integer >= {minimum}")
+        raise error(f"{name} must be {what}, got {value!r}")
+    return number
+
+
+def check_int_array(values: Any, name: str, *, error: type[ValueError] = ValueError) -> np.ndarray:
+    """``values`` as an int64 array, if every entry is an integer (integral floats allowed
+    below ``2**63``); booleans, ``1.7``, NaN and strings are an ``error`` naming ``name``."""
+    arr = np.asarray(values)
+    if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        if arr.size:
+            raise error(f"{name} must hold integers, got dtype {arr.dtype}")
+        return arr.astype(np.int64)
+    if np.issubdtype(arr.dtype, np.floating):
+        bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) >= 2.0**63)
+        if np.any(bad):
+            raise error(f"{name} must hold integers, got {arr[bad].ravel()[0]!r}")
+    return arr.astype(np.int64)
+
+
+def check_node_mask(mask: Any, n: int, name: str = "mask") -> np.ndarray:
+    """A boolean mask of shape ``(n,)`` (``None``: all ``True``).  Entries must be booleans
+    or the numbers 0 and 1: an index array or fractions are an error naming ``name``, not
+    read as ``value != 0``."""
+    if mask is None:
+        return np.ones(n, bool)
+    arr = np.asarray(mask)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
+    if arr.dtype == np.bool_:
+        return arr
+    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"{name} must be a boolean mask, got dtype {arr.dtype}")
+    other = (arr != 0) & (arr != 1)
+    if np.any(other):
+        raise ValueError(f"{name} must be a boolean mask (True/False or 1/0 per node), "
+                         f"got {arr[other][:3].tolist()}")
+    return arr.astype(bool)
