@@ -1,4 +1,5 @@
-"""Fetch one dataset into data/raw/<name>/ from its configured sources, verifying checksums."""
+"""Fetch one file of a dataset into data/raw/<name>/ from its configured sources, verifying
+its checksum, within the limits configured under `data: download:`."""
 
 import sys
 from pathlib import Path
@@ -7,17 +8,23 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 
 from networkedfl.datasets import DownloadError, fetch_dataset, get_dataset  # noqa: E402
+from networkedfl.datasets.download import DEFAULT_TIMEOUT  # noqa: E402
 from networkedfl.pipeline.paths import dataset_sources  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
-dataset = get_dataset(snakemake.params.dataset)  # noqa: F821
+dataset = get_dataset(snakemake.wildcards.dataset)  # noqa: F821
+name = snakemake.wildcards.filename  # noqa: F821
 directory = Path(snakemake.output[0]).parent  # noqa: F821
 repo = Path(snakemake.scriptdir).resolve().parents[1]  # noqa: F821  (scriptdir may hold "..")
-sources = dataset_sources(snakemake.config["data"][dataset.name]["sources"], repo, dataset.name)  # noqa: F821
+data = snakemake.config["data"]  # noqa: F821
+sources = dataset_sources(data[dataset.name]["sources"], repo, dataset.name)
+limits = data.get("download") or {}
 try:
-    report = fetch_dataset(dataset, directory, sources, log=log.info)
+    report = fetch_dataset(dataset, directory, sources, files=[name], log=log.info,
+                           timeout=limits.get("timeout") or DEFAULT_TIMEOUT,
+                           deadline=limits.get("deadline"), max_bytes=limits.get("max_bytes"))
 except DownloadError as exc:
     log.error("%s", exc)
     print(exc, file=sys.__stderr__)  # shown by Snakemake beside the log's path
-    raise SystemExit(f"download_{dataset.name} failed:\n{exc}") from None
-log.info("%s: %d files verified in %s", dataset.name, len(report.origin), directory)
+    raise SystemExit(f"download_{dataset.name}: {name} failed:\n{exc}") from None
+log.info("%s: %s verified in %s (%s)", dataset.name, name, directory, report.origin[name])

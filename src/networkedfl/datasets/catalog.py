@@ -27,12 +27,16 @@ class Dataset:
     mirrors
         Public base URLs, tried in order after the vendored copy; a file's URL is the base
         URL followed by the file name.
+    sizes
+        Size of every file in bytes, by file name: a download is stopped once it exceeds
+        it (the size cap), and its wall-clock deadline is scaled to it.
     """
 
     name: str
     sha256: Mapping[str, str]
     md5: Mapping[str, str] = field(default_factory=dict)
     mirrors: tuple[str, ...] = ()
+    sizes: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def files(self) -> list[str]:
@@ -53,6 +57,12 @@ MNIST = Dataset(
         "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
         "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
         "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+    },
+    sizes={
+        "t10k-images-idx3-ubyte.gz": 1648877,
+        "t10k-labels-idx1-ubyte.gz": 4542,
+        "train-images-idx3-ubyte.gz": 9912422,
+        "train-labels-idx1-ubyte.gz": 28881,
     },
     mirrors=(
         "https://ossci-datasets.s3.amazonaws.com/mnist/",
@@ -112,6 +122,56 @@ REVIEWS = Dataset(
         "video.task.test": "8de7a49ee3001409c9049b1f52949d78c7875cb92e031b43f5cef681dfd341e4",
         "video.task.train": "2867b3e5fffc44132aa61ff49dd608eeacc503b2c9c2133680f0cb4a7a258f3e",
         "video.task.unlabel": "0178424fe97c0203c0f3cabcb31e1370bf656895b76a189ecf1ecfd151abe3f2",
+    },
+    sizes={
+        "MR.task.test": 47573,
+        "MR.task.train": 191447,
+        "MR.task.unlabel": 229919,
+        "apparel.task.test": 127187,
+        "apparel.task.train": 519173,
+        "apparel.task.unlabel": 572626,
+        "baby.task.test": 220031,
+        "baby.task.train": 849433,
+        "baby.task.unlabel": 1054703,
+        "books.task.test": 351857,
+        "books.task.train": 1517583,
+        "books.task.unlabel": 1816355,
+        "camera_photo.task.test": 258814,
+        "camera_photo.task.train": 1077961,
+        "camera_photo.task.unlabel": 1481764,
+        "dvd.task.test": 402497,
+        "dvd.task.train": 1581172,
+        "dvd.task.unlabel": 1957469,
+        "electronics.task.test": 222978,
+        "electronics.task.train": 918340,
+        "electronics.task.unlabel": 1063574,
+        "health_personal_care.task.test": 173498,
+        "health_personal_care.task.train": 736321,
+        "health_personal_care.task.unlabel": 834792,
+        "imdb.task.test": 486414,
+        "imdb.task.train": 2254776,
+        "imdb.task.unlabel": 2860588,
+        "kitchen_housewares.task.test": 193578,
+        "kitchen_housewares.task.train": 762961,
+        "kitchen_housewares.task.unlabel": 961543,
+        "magazines.task.test": 263233,
+        "magazines.task.train": 1027102,
+        "magazines.task.unlabel": 1394818,
+        "music.task.test": 275218,
+        "music.task.train": 1170332,
+        "music.task.unlabel": 1603351,
+        "software.task.test": 270384,
+        "software.task.train": 1137236,
+        "software.task.unlabel": 330988,
+        "sports_outdoors.task.test": 216957,
+        "sports_outdoors.task.train": 827286,
+        "sports_outdoors.task.unlabel": 981970,
+        "toys_games.task.test": 194694,
+        "toys_games.task.train": 785692,
+        "toys_games.task.unlabel": 922984,
+        "video.task.test": 341154,
+        "video.task.train": 1304633,
+        "video.task.unlabel": 1915737,
     },
     mirrors=(
         # Chen & Cardie's code release (NAACL 2018), byte-identical to the Fudan release

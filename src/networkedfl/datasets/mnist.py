@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .verify import check_raw_file
+
 __all__ = [
     "MNIST_FILES",
     "IdxError",
@@ -92,10 +94,15 @@ def read_idx(
         stream; the message names the file.
     FileNotFoundError
         If the file does not exist.
+    ChecksumError
+        If the file lies where the download rule places it (``.../raw/mnist/``) but no
+        longer has the checksum of the verified download
+        (:func:`networkedfl.datasets.verify.check_raw_file`).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"IDX file not found: {path}")
+    check_raw_file(path)  # a downloaded file (data/raw/mnist/): still the verified copy?
     try:
         with _open(path) as fh:
             raw = fh.read()

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..text import is_punctuation, tokenize, whitespace_tokens
+from .verify import check_raw_file
 
 __all__ = [
     "DOMAINS",
@@ -207,6 +208,10 @@ def read_review_file(path: str | os.PathLike) -> ReviewFile:
         with a label other than 0 or 1 (the message gives the file and line number).
     FileNotFoundError
         If the file does not exist (e.g. the download rule has not run).
+    ChecksumError
+        If the file lies where the download rule places it (``.../raw/reviews/``) but no
+        longer has the checksum of the verified download
+        (:func:`networkedfl.datasets.verify.check_raw_file`).
     """
     path = Path(path)
     domain, split = _split_of(path)
@@ -214,6 +219,7 @@ def read_review_file(path: str | os.PathLike) -> ReviewFile:
         raise FileNotFoundError(
             f"no corpus file {path} (the pipeline's download_reviews rule fetches the corpus "
             "into data/raw/reviews/)")
+    check_raw_file(path)  # a downloaded file (data/raw/reviews/): still the verified copy?
     lines = path.read_bytes().split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the final newline ends the last line

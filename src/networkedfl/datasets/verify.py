@@ -1,0 +1,168 @@
+"""Checksums of the dataset files the pipeline placed, checked again whenever they are read.
+
+A file below ``data/raw/<dataset>/`` (the download rules' layout) that the catalog lists is
+verified against the catalog's SHA-256 (and MD5, where published) by
+:func:`check_raw_file`, which the readers (:func:`networkedfl.datasets.mnist.read_idx`,
+:func:`networkedfl.datasets.reviews.read_review_file`) call before parsing a file.  An
+edited or truncated file then stops the job with :class:`ChecksumError`, which names the
+file and says how to recover, instead of silently changing a result.
+
+The verification is cached so that it costs one ``stat``: after a file below
+``data/raw/`` is verified, a sidecar ``.<file>.verified`` beside it records its size,
+inode, modification and status-change times (``st_ctime_ns``, which no user can set
+back); the file is hashed again only when one of them changed.  As in git's index, a file
+changed less than :data:`RACY_SECONDS` before it was hashed is not recorded (on a file
+system with coarse timestamps a later edit could keep its times), nor is one that changed
+while it was hashed.  Where the sidecar cannot be written (a read-only folder)
+every read hashes the file.  Files anywhere else (a test's synthetic corpus, a user's own
+copy) are not checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from .catalog import DATASETS, Dataset
+
+__all__ = [
+    "RACY_SECONDS",
+    "ChecksumError",
+    "check_raw_file",
+    "checksum_problem",
+    "file_digests",
+    "raw_file_entry",
+    "record_verified",
+    "sidecar",
+    "verify_file",
+]
+
+_CHUNK = 1 << 20
+_SIDECAR_SUFFIX = ".verified"
+#: A file whose times are this recent when it is hashed is verified but not cached.
+RACY_SECONDS = 2.0
+
+
+class ChecksumError(ValueError):
+    """A dataset file no longer has the checksum of the copy that was downloaded."""
+
+
+def file_digests(path: str | os.PathLike) -> tuple[str, str]:
+    """SHA-256 and MD5 hex digests of a file, read in chunks."""
+    sha, md5 = hashlib.sha256(), hashlib.md5()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            sha.update(chunk)
+            md5.update(chunk)
+    return sha.hexdigest(), md5.hexdigest()
+
+
+def sidecar(path: str | os.PathLike) -> Path:
+    """The cache record of ``path``: ``.<name>.verified`` in the same folder."""
+    path = Path(path)
+    return path.with_name(f".{path.name}{_SIDECAR_SUFFIX}")
+
+
+def _stat_key(st: os.stat_result) -> dict[str, int]:
+    return {"size": st.st_size, "ino": st.st_ino, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
+
+
+def _cached(path: Path, sha256: str, st: os.stat_result) -> bool:
+    try:
+        record = json.loads(sidecar(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("sha256") == sha256 and record.get("stat") == _stat_key(st)
+
+
+def record_verified(path: str | os.PathLike, sha256: str, hashed: os.stat_result) -> None:
+    """Record that ``path``, whose status was ``hashed`` when it was hashed, has checksum
+    ``sha256``; not if it has changed since, or changed just before (see
+    :data:`RACY_SECONDS`).  Best effort: a folder that cannot be written means no cache."""
+    path = Path(path)
+    key = _stat_key(hashed)
+    try:
+        if _stat_key(path.stat()) != key:
+            return
+        if time.time_ns() - max(hashed.st_mtime_ns, hashed.st_ctime_ns) < RACY_SECONDS * 1e9:
+            return
+        record = json.dumps({"sha256": sha256, "stat": key})
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".verifying", dir=path.parent)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(record)
+        os.replace(tmp, sidecar(path))
+    except OSError:
+        pass
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def checksum_problem(path: str | os.PathLike, sha256: str, md5: str | None = None,
+                     size: int | None = None) -> str | None:
+    """Why ``path`` does not have the expected size and checksums, or ``None`` if it has
+    them (hashing it; no cache)."""
+    if size is not None and (got := os.stat(path).st_size) != size:
+        return f"size {got} bytes, expected {size}"
+    got_sha, got_md5 = file_digests(path)
+    if got_sha != sha256:
+        return f"SHA-256 mismatch (got {got_sha})"
+    if md5 is not None and got_md5 != md5:
+        return f"MD5 mismatch (got {got_md5})"
+    return None
+
+
+def verify_file(path: str | os.PathLike, sha256: str, md5: str | None = None,
+                size: int | None = None, *, cache: bool = False) -> str | None:
+    """:func:`checksum_problem`; with ``cache``, skipped when the sidecar shows the file
+    unchanged since it last passed, and a file that passes is recorded in its sidecar."""
+    path = Path(path)
+    before = path.stat()
+    if cache and _cached(path, sha256, before):
+        return None
+    problem = checksum_problem(path, sha256, md5, size)
+    if problem is None and cache:
+        record_verified(path, sha256, before)
+    return problem
+
+
+def raw_file_entry(path: str | os.PathLike) -> tuple[Dataset, str] | None:
+    """The catalog dataset and file name of ``path`` if it lies where the download rules
+    place that file (``.../raw/<dataset>/<file>``), else ``None``."""
+    path = Path(os.path.abspath(path))
+    dataset = DATASETS.get(path.parent.name)
+    if dataset is None or path.parent.parent.name != "raw" or path.name not in dataset.sha256:
+        return None
+    return dataset, path.name
+
+
+def check_raw_file(path: str | os.PathLike) -> None:
+    """Check a downloaded dataset file against the catalog before it is read.
+
+    A no-op unless ``path`` is ``.../raw/<dataset>/<file>`` for a file of the catalog.
+
+    Raises
+    ------
+    ChecksumError
+        If the file differs from the verified download (edited, truncated, replaced); the
+        message names the file, the checksum expected and found, and how to recover.
+    """
+    entry = raw_file_entry(path)
+    if entry is None or not Path(path).is_file():
+        return  # the reader reports a missing file in its own words
+    dataset, name = entry
+    problem = verify_file(path, dataset.sha256[name], dataset.md5.get(name), dataset.sizes.get(name), cache=True)
+    if problem is not None:
+        raise ChecksumError(
+            f"{path} does not match its checksum: {problem}, expected SHA-256 "
+            f"{dataset.sha256[name]} (networkedfl.datasets.catalog). The file changed after it was "
+            f"downloaded and verified. Delete it and rerun the download, which fetches a verified "
+            f"copy of this file only: rm '{path}', then snakemake --cores 1 download_{dataset.name} "
+            "(or any target that reads it)."
+        )
