@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Paths", "find_repo_root", "put_interpreter_on_path", "vendored_dataset"]
+__all__ = ["Paths", "find_repo_root", "put_interpreter_on_path", "put_package_on_pythonpath", "vendored_dataset"]
 
 
 def put_interpreter_on_path() -> None:
@@ -26,6 +26,22 @@ def put_interpreter_on_path() -> None:
     entries = os.environ.get("PATH", "").split(os.pathsep)
     if entries[0] != bindir:
         os.environ["PATH"] = os.pathsep.join([bindir, *entries])
+
+
+def put_package_on_pythonpath(src: str | os.PathLike) -> None:
+    """Put ``src`` (a checkout's ``src/``, holding networkedfl) first on ``PYTHONPATH``.
+
+    Every job process inherits it: the workflow's scripts and the notebooks' kernels import
+    the package of the checkout whose workflow runs, also in a ``--use-conda`` environment
+    that holds only the third-party dependencies.  An environment variable, not a rule
+    parameter or input, so moving the checkout reruns nothing.  Without a package in
+    ``src`` (a workflow copied on its own) nothing changes: the jobs use the installed one.
+    """
+    src = os.path.abspath(src)
+    if not os.path.isdir(os.path.join(src, "networkedfl")):
+        return
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != src]
+    os.environ["PYTHONPATH"] = os.pathsep.join([src, *rest])
 
 
 def find_repo_root(start: str | Path = ".") -> Path:
