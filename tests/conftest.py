@@ -15,6 +15,26 @@ def repo() -> Path:
     return REPO
 
 
+#: What a checkout needs to run the workflow (the package comes from the venv unless "src" is
+#: copied too; "data/vendored" for targets reading real data).
+WORKFLOW_FILES = ("Snakefile", "environment.yml", "workflow", "config", "notebooks", "profiles")
+
+
+def copy_checkout(dest: Path, *extra: str) -> Path:
+    """A copy of the repository's workflow files (and ``extra`` paths, e.g. ``"src"``) at
+    ``dest``, for tests that edit, move or rename a checkout."""
+    import shutil
+
+    for name in (*WORKFLOW_FILES, *extra):
+        source, target = REPO / name, dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy(source, target)
+    return dest
+
+
 @pytest.fixture(scope="session")
 def schema_path() -> Path:
     return SCHEMA

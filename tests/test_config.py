@@ -8,7 +8,13 @@ import pytest
 import yaml
 
 from networkedfl.experiments import EXPERIMENTS
-from networkedfl.pipeline.config import ConfigError, deep_merge, load_config, validate_config
+from networkedfl.pipeline.config import (
+    ConfigError,
+    deep_merge,
+    load_config,
+    type_command_line_values,
+    validate_config,
+)
 
 
 def _default(repo):
@@ -85,6 +91,44 @@ def test_snakemake_stops_before_any_job_on_a_bad_key(repo, tmp_path):
     assert not (workdir / "results").exists()
 
 
+def test_nested_command_line_values_get_the_types_of_a_config_file():
+    """Snakemake reads a nested --config value with YAML's base loader: every scalar a string."""
+    given = {"n_iter": "500", "sigma": "1e-3", "penalty": "nlasso", "lam_range": ["0.01", "10"],
+             "sweeps": [{"d": ["2"]}], "flag": "true", "glove_path": "null"}
+    config = {"seed": 1, "experiments": {"x": {**copy.deepcopy(given), "kept": "7"}, "y": {"a": "3"}}}
+    type_command_line_values(config, {"experiments": {"x": given}})
+    assert config["experiments"]["x"] == {"n_iter": 500, "sigma": 0.001, "penalty": "nlasso", "lam_range": [0.01, 10],
+                                          "sweeps": [{"d": [2]}], "flag": True, "glove_path": None, "kept": "7"}
+    assert config["experiments"]["y"] == {"a": "3"}  # not given on the command line: as its file has it
+
+
+def test_nested_config_from_the_command_line_is_typed_validated_and_shown_as_an_overlay(repo, tmp_path):
+    """README: `--config 'experiments={<id>: {...}}'` works with numbers; a bad value is named,
+    with the overlay file that sets the same; the overlay works; Snakemake refuses dotted keys."""
+    def dry_run(*args):
+        return subprocess.run([sys.executable, "-m", "snakemake", "gtv_fig13_star_lambda", "-n", "--snakefile",
+                               str(repo / "Snakefile"), "--directory", str(tmp_path), *args],
+                              capture_output=True, text=True, timeout=300)
+
+    test_profile = str(repo / "config" / "test.yaml")
+    ok = dry_run("--configfile", test_profile, "--config", "experiments={gtv_fig13_star_lambda: {n_iter: 500, sigma: 0.2}}")
+    assert ok.returncode == 0, (ok.stdout + ok.stderr)[-3000:]
+    bad = dry_run("--configfile", test_profile, "--config", "experiments={gtv_fig13_star_lambda: {n_iter: 500, sigma: -1}}")
+    out = bad.stdout + bad.stderr
+    assert bad.returncode != 0
+    assert "config['experiments']['gtv_fig13_star_lambda']['sigma']: -1 is less than the minimum of 0" in out
+    assert "    experiments:\n      gtv_fig13_star_lambda:\n        n_iter: 500\n        sigma: -1\n" in out
+    assert "--configfile config/test.yaml overlay.yaml" in out
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("experiments: {gtv_fig13_star_lambda: {n_iter: 500, sigma: 0.2}}\n")
+    ok = dry_run("--configfile", test_profile, str(overlay))
+    assert ok.returncode == 0, (ok.stdout + ok.stderr)[-3000:]
+    dotted = dry_run("--configfile", test_profile, "--config", "experiments.gtv_fig13_star_lambda.n_iter=500")
+    assert dotted.returncode != 0
+    assert "Config entry must start with a valid identifier" in dotted.stdout + dotted.stderr
+    assert not (tmp_path / "results").exists()
+
+
 def test_ci_runs_exactly_the_readme_test_command_and_the_library_does_not_pin_torch(repo):
     """`.ci/run` runs the README's "Run the tests" command; the reproduction's exact versions
     live in constraints.txt, the package declares ranges (installable beside other stacks)."""
@@ -104,3 +148,41 @@ def test_ci_runs_exactly_the_readme_test_command_and_the_library_does_not_pin_to
     deps = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     assert not [d for d in deps if "==" in d], deps  # ranges only: the pins live in constraints.txt
     assert "torch>=2.1,<3" in deps
+
+
+def test_a_value_that_fits_no_form_names_the_key_inside_it(repo, schema_path):
+    """oneOf/anyOf: the bad item is named, not only the whole value (issue 22)."""
+    config = copy.deepcopy(_default(repo))
+    config["targets"] = ["gtv_fig01_empirical_graph", "../escape"]
+    with pytest.raises(ConfigError, match=r"config\['targets'\]\[1\]: '\.\./escape' is not one of"):
+        validate_config(config, schema_path)
+
+
+def test_a_yaml_syntax_error_names_the_file_and_line(repo, tmp_path):
+    bad = tmp_path / "overlay.yaml"
+    bad.write_text("experiments:\n  gtv_fig13_star_lambda:\n    n_iter: [1, 2\n    sigma: 0.1\n")
+    with pytest.raises(ConfigError, match=r"overlay\.yaml, line 4, column \d+: not valid YAML"):
+        load_config(bad)
+    # Snakemake parses --configfile itself and names neither; the README points here
+    proc = subprocess.run([sys.executable, "-m", "networkedfl.pipeline.config", str(bad)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1 and "overlay.yaml, line 4" in proc.stderr
+    good = subprocess.run([sys.executable, "-m", "networkedfl.pipeline.config", str(repo / "config" / "test.yaml")],
+                          capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0 and good.stdout.startswith("valid:")
+
+
+def test_a_registered_target_missing_from_the_config_is_reported(repo, tmp_path):
+    from conftest import copy_checkout
+
+    checkout = copy_checkout(tmp_path / "checkout")
+    config = yaml.safe_load((checkout / "config" / "config.yaml").read_text())
+    del config["experiments"]["gtv_fig12_star_graph"]
+    if isinstance(config.get("targets"), list):
+        config["targets"].remove("gtv_fig12_star_graph")
+    (checkout / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "gtv_fig01_empirical_graph"], cwd=checkout,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "1 registered targets have no block under config['experiments'] and are not built: " \
+           "gtv_fig12_star_graph" in proc.stderr

@@ -72,3 +72,38 @@ def test_tuning_scores_a_diverged_point_inf_with_the_method_label():
     assert list(evaluate_point(run, spec, "fedavg", 0)["method"]) == ["fedavg", "fedavg"]
     ok = evaluate_point(run, {**spec, "params": {"lr": 0.1}}, "fedavg", 0)
     assert list(ok["method"]) == ["FedAvg", "FedAvg"]
+
+
+def _fake_target(monkeypatch, run):
+    from networkedfl.experiments import registry
+
+    experiment = registry.Experiment(id="fake_target", kind="table", source="test", title="fake",
+                                     run=run, claims=lambda table, params: [],
+                                     settings=lambda params: ["a", "b"])
+    monkeypatch.setitem(registry.EXPERIMENTS, "fake_target", experiment)
+    return {"seed": 0, "experiments": {"fake_target": {}}}
+
+
+def test_a_job_with_non_finite_metrics_fails_naming_target_setting_seed_and_metric(monkeypatch):
+    from networkedfl.pipeline.runner import run_job
+
+    def run(params, setting, seed, base_seed):
+        value = float("nan") if setting == "b" else 1.0
+        return pd.DataFrame({"metric": ["test_loss", "upload", "test_loss"], "round": [1, 1, 2],
+                             "value": [0.5, "models", value]})
+
+    config = _fake_target(monkeypatch, run)
+    assert len(run_job(config, "fake_target", "a", 3, inputs={})) == 3  # text values are fine
+    with pytest.raises(ValueError, match=r"fake_target, setting 'b', seed 3: 1 non-finite values .* metric test_loss"):
+        run_job(config, "fake_target", "b", 3, inputs={})
+
+
+def test_a_diverged_job_fails_naming_target_setting_and_seed(monkeypatch):
+    from networkedfl.pipeline.runner import run_job
+
+    def run(params, setting, seed, base_seed):
+        raise NonFiniteError(7, [2, 5], 8)
+
+    config = _fake_target(monkeypatch, run)
+    with pytest.raises(RuntimeError, match=r"fake_target, setting 'a', seed 1 diverged: round 7: .* clients \[2, 5\]"):
+        run_job(config, "fake_target", "a", 1, inputs={})

@@ -3,13 +3,13 @@ registered target, the claims summary and the index page, as `snakemake --cores 
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 import yaml
+from conftest import copy_checkout
 
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 
@@ -204,6 +204,52 @@ def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, bu
     assert all(f"## `{t}`" in tuning for t in TUNED) and "**chosen**" in tuning
 
 
+def _report_contents(path):
+    import zipfile
+
+    return {os.path.basename(name) for name in zipfile.ZipFile(path).namelist()}
+
+
+def test_a_bare_report_after_the_full_build_holds_every_target(repo, built, tmp_path):
+    """README: `snakemake --report report.zip` after a full run, with the run's config files."""
+    proc = _snakemake(repo, built, "--report", str(tmp_path / "report.zip"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    names = _report_contents(tmp_path / "report.zip")
+    assert "report.html" in names
+    for target in TARGETS:
+        expected = {f"{target}.csv", f"{target}.html"}
+        if get_experiment(target).has_figure:
+            expected |= {f"{target}.pdf", f"{target}.png"}
+        assert expected <= names, (target, expected - names)
+
+
+def test_the_readme_report_of_some_targets_works_after_building_only_them(repo, tmp_path):
+    """After a partial build a bare `--report` stops at an output not built; the README's
+    invocation, which names the targets built, makes the report of those."""
+    import re
+
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    row = readme[readme.index("| the report of some targets |"):].split("\n", 1)[0]
+    command = re.search(r"`\.venv/bin/snakemake ([^`]*--report report\.zip)`", row).group(1).split()
+    ids = command[:command.index("--configfile")]
+    assert ids and set(ids) <= set(TARGETS), command
+    checkout = copy_checkout(tmp_path / "checkout")
+
+    def snakemake(*args):
+        return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=checkout, capture_output=True,
+                              text=True, timeout=900)
+
+    proc = snakemake(*ids, "--cores", "2", "--configfile", "config/test.yaml")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    bare = snakemake("--report", "report.zip")
+    assert bare.returncode != 0 and "marked for report but does not exist" in bare.stdout + bare.stderr
+    proc = snakemake(*command)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    names = _report_contents(checkout / "report.zip")
+    for target in ids:
+        assert {f"{target}.csv", f"{target}.html", f"{target}.png"} <= names, (target, names)
+
+
 def test_the_default_profile_is_read_without_flags(repo, tmp_path):
     """A bare `snakemake <target>` from the repository root reads profiles/default (where
     Snakemake looks for the workflow profile, next to the Snakefile), which sets the cores."""
@@ -217,12 +263,7 @@ def test_the_default_profile_is_read_without_flags(repo, tmp_path):
 def test_a_checkout_whose_path_has_a_space_and_a_dollar_renders_its_notebooks(repo, tmp_path):
     """The shell rules quote every path ({...:q}): from a checkout under "my check$HOME out"
     papermill and nbconvert get the notebook's path whole, and nothing in it is expanded."""
-    checkout = tmp_path / "my check$HOME out"
-    checkout.mkdir()
-    for name in ("Snakefile", "environment.yml"):
-        shutil.copy(repo / name, checkout / name)
-    for name in ("workflow", "config", "notebooks", "profiles"):
-        shutil.copytree(repo / name, checkout / name)
+    checkout = copy_checkout(tmp_path / "my check$HOME out")
     target = "gtv_fig01_empirical_graph"  # no data, one figure notebook
     proc = subprocess.run([sys.executable, "-m", "snakemake", target, "--cores", "1", "--configfile",
                            "config/test.yaml"], cwd=checkout, capture_output=True, text=True, timeout=600)
@@ -235,12 +276,7 @@ def test_moving_the_checkout_or_adding_a_mirror_reruns_nothing(repo, tmp_path):
     """No absolute path is a rule parameter or input: a checkout moved with its results (and
     a dataset source added) is up to date.  Covers the downloads, the MNIST graph cache,
     experiment jobs and notebooks."""
-    first = tmp_path / "first"
-    first.mkdir()
-    for name in ("Snakefile", "environment.yml"):
-        shutil.copy(repo / name, first / name)
-    for name in ("workflow", "config", "notebooks", "profiles", "data/vendored"):
-        shutil.copytree(repo / name, first / name)
+    first = copy_checkout(tmp_path / "first", "data/vendored")
     targets = ["gtv_fig01_empirical_graph", "gfl_table10_2_review_stats", "gtv_table2_mnist_clusters"]
 
     def snakemake(checkout, *args, overlays=()):

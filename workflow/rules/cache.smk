@@ -35,6 +35,7 @@ rule mnist_tsne:
         CONDA_ENV
     params:
         spec=lambda wildcards: stage_spec(MNIST_GRAPHS[wildcards.graph], "embedding"),
+        code=mnist_graph_code_version,
         base_seed=config["seed"],
     threads: 2
     resources:
@@ -56,6 +57,7 @@ rule mnist_kl:
         CONDA_ENV
     params:
         spec=lambda wildcards: stage_spec(MNIST_GRAPHS[wildcards.graph], "divergences"),
+        code=mnist_graph_code_version,
     threads: 2
     wildcard_constraints:
         graph=_alternation(list(MNIST_GRAPHS)),
@@ -75,6 +77,7 @@ rule learn_mnist_graph:
         CONDA_ENV
     params:
         spec=lambda wildcards: stage_spec(MNIST_GRAPHS[wildcards.graph], "graph"),
+        code=mnist_graph_code_version,
     wildcard_constraints:
         graph=_alternation(list(MNIST_GRAPHS)),
     script:

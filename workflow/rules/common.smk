@@ -2,17 +2,50 @@
 
 import json
 import os
+import sys
 from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
+
+# The package of this checkout (src/): imported here, and by every job through PYTHONPATH
+# (put_package_on_pythonpath below), also in the --use-conda environment, which holds only
+# the third-party dependencies (workflow/envs/networkedfl.yaml).
+_SRC = os.path.abspath(os.path.join(workflow.basedir, "src"))
+if os.path.isdir(os.path.join(_SRC, "networkedfl")):
+    sys.path.insert(0, _SRC)
 
 from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.gtv_mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
-from networkedfl.pipeline.config import validate_config
-from networkedfl.pipeline.paths import Paths, put_interpreter_on_path
+from networkedfl.pipeline.config import type_command_line_values, validate_config
+from networkedfl.pipeline.paths import Paths, put_interpreter_on_path, put_package_on_pythonpath
 from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_jobs, tuning_spec
+from networkedfl.pipeline.provenance import SUFFIX as PROVENANCE
+from networkedfl.pipeline.provenance import code_hash, module_closure, notebook_modules, target_modules
 
-# Stops the run before any job starts; the message names every offending key.
-validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+put_package_on_pythonpath(_SRC)
+# Snakemake removes PYTHONPATH from the jobs of a conda environment unless told not to (the
+# profiles set conda-not-block-search-path-envvars); without it they would miss the package.
+_deployment = workflow.deployment_settings
+if (
+    _deployment is not None
+    and DeploymentMethod.CONDA in _deployment.deployment_method
+    and not _deployment.conda_not_block_search_path_envvars
+):
+    raise WorkflowError(
+        "--use-conda needs --conda-not-block-search-path-envvars (every profile in profiles/ "
+        "sets it): the jobs' environment (workflow/envs/networkedfl.yaml) imports networkedfl "
+        "from the checkout's src/ through PYTHONPATH, which Snakemake otherwise removes"
+    )
+
+# `--config 'experiments={<id>: {n_iter: 500}}'`: Snakemake leaves nested values strings
+# ('500'); they get the types a config file gives them.
+_COMMAND_LINE = workflow.config_settings.config if workflow.config_settings is not None else {}
+type_command_line_values(config, _COMMAND_LINE)
+# Stops the run before any job starts; the message names every offending key (and shows
+# --config values as the overlay file that sets them).
+validate_config(config, workflow.source_path("../schemas/config.schema.yaml"), command_line=_COMMAND_LINE)
 
 # Shell rules call papermill and jupyter, installed beside the interpreter running Snakemake
 # (e.g. .venv/bin): an unactivated venv works too.
@@ -20,12 +53,22 @@ put_interpreter_on_path()
 
 PATHS = Paths()
 NOTEBOOKS = Path(workflow.basedir) / "notebooks"
-#: The project environment (used with --use-conda; pip users have it already).
-CONDA_ENV = str(Path(workflow.basedir) / "environment.yml")
+#: The jobs' environment with --use-conda: third-party dependencies only (the package comes
+#: from src/, see above); environment.yml is the one to work in by hand.
+CONDA_ENV = str(Path(workflow.basedir) / "workflow" / "envs" / "networkedfl.yaml")
 
 _unregistered = sorted(set(config["experiments"]) - set(EXPERIMENTS))
 if _unregistered:
     raise ValueError(f"config['experiments'] names unregistered targets: {_unregistered}")
+# A registered target missing from the config is not built: say so (once per run), rather
+# than let it drop out of the default run unnoticed.
+_unconfigured = sorted(set(EXPERIMENTS) - set(config["experiments"]))
+if _unconfigured:
+    print(
+        f"note: {len(_unconfigured)} registered targets have no block under config['experiments'] "
+        f"and are not built: {', '.join(_unconfigured)}",
+        file=sys.stderr,
+    )
 
 #: Every configured target (each is also a rule of the same name, see targets.smk).
 TARGETS = [t for t in EXPERIMENTS if t in config["experiments"]]
@@ -167,3 +210,24 @@ def report_timings(log_file):
             lines.append(f"  {target}: {seconds:.1f} s of compute in its experiment jobs")
     if lines:
         print("networkedfl: compute time per target\n" + "\n".join(lines))
+
+
+# ------------------------------------------------------------------ code-aware reruns
+# A rule param holding the hash of the package code its jobs run
+# (networkedfl.pipeline.provenance): Snakemake's params trigger then reruns exactly the jobs
+# whose code changed. Docstrings, comments and formatting do not count.
+
+
+def code_version(wildcards):
+    """Code of a target's experiment, tuning, table and claims jobs."""
+    return code_hash(target_modules(wildcards.target))
+
+
+def notebook_code_version(wildcards):
+    """Code a target's notebook imports (its figure and table functions)."""
+    return code_hash(notebook_modules(notebook(wildcards)))
+
+
+def mnist_graph_code_version(wildcards):
+    """Code of the cached MNIST graph stages."""
+    return code_hash(module_closure(["networkedfl.experiments.gtv_mnist_graph"]))

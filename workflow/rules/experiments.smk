@@ -9,6 +9,7 @@ rule tune_experiment:
         unpack(tuning_inputs),
     output:
         PATHS.tuning(),
+        provenance=PATHS.tuning() + PROVENANCE,
     log:
         PATHS.log("tuning", "{target}/{setting}/point-{point}"),
     conda:
@@ -16,6 +17,7 @@ rule tune_experiment:
     params:
         spec=tuning_job_spec,
         base_seed=config["seed"],
+        code=code_version,
     resources:
         mem_mb=2000,
     script:
@@ -27,6 +29,7 @@ rule run_experiment:
         unpack(experiment_inputs),
     output:
         PATHS.raw(),
+        provenance=PATHS.raw() + PROVENANCE,
     log:
         PATHS.log("run", "{target}/{setting}/seed-{seed}"),
     conda:
@@ -34,6 +37,7 @@ rule run_experiment:
     params:
         experiment=setting_params,
         base_seed=config["seed"],
+        code=code_version,
     resources:
         mem_mb=2000,
     script:
@@ -45,11 +49,13 @@ rule collect_table:
         unpack(table_inputs),
     output:
         report(PATHS.table(), caption="../report/table.rst", category="{target}"),
+        provenance=PATHS.table() + PROVENANCE,
     log:
         PATHS.log("tables", "{target}"),
     params:
         caption=report_caption,
         experiment=experiment_params,
+        code=code_version,
     conda:
         CONDA_ENV
     localrule: True
@@ -68,6 +74,7 @@ rule evaluate_claims:
         CONDA_ENV
     params:
         experiment=experiment_params,
+        code=code_version,
     localrule: True
     script:
         "../scripts/evaluate_claims.py"

@@ -51,6 +51,7 @@ rule render_figure_notebook:
         CONDA_ENV
     params:
         caption=report_caption,
+        code=notebook_code_version,
     wildcard_constraints:
         target=_alternation(FIGURE_TARGETS),
     shell:
@@ -69,6 +70,8 @@ rule render_table_notebook:
         PATHS.log("notebooks", "{target}"),
     conda:
         CONDA_ENV
+    params:
+        code=notebook_code_version,
     wildcard_constraints:
         target=_alternation(TABLE_TARGETS),
     shell:

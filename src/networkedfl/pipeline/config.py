@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import yaml
 
 from ..experiments.variants import deep_merge
 
-__all__ = ["ConfigError", "deep_merge", "load_config", "validate_config"]
+__all__ = ["ConfigError", "deep_merge", "load_config", "type_command_line_values", "validate_config"]
 
 
 class ConfigError(ValueError):
@@ -24,17 +24,94 @@ def _location(error: jsonschema.ValidationError) -> str:
     return "config" + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.absolute_path)
 
 
-def validate_config(config: Mapping[str, Any], schema_path: str | os.PathLike) -> None:
-    """Validate ``config`` against the schema; raise :class:`ConfigError` naming every bad key."""
+def _describe(error: jsonschema.ValidationError) -> str:
+    """``<key path>: <message>``; for a value that fits none of the forms a ``oneOf`` or
+    ``anyOf`` allows, the key inside it that breaks the closest form (e.g. the bad item of a
+    list), not only the whole value."""
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        best = max(error.context, key=lambda e: len(e.absolute_path))  # the first of the deepest
+        if len(best.absolute_path) > len(error.absolute_path):
+            return (f"{_location(best)}: {best.message} (so {_location(error)} fits none of the "
+                    f"{len(error.validator_value)} forms allowed)")
+    return f"{_location(error)}: {error.message}"
+
+
+def validate_config(
+    config: Mapping[str, Any], schema_path: str | os.PathLike, command_line: Mapping[str, Any] | None = None
+) -> None:
+    """Validate ``config`` against the schema; raise :class:`ConfigError` naming every bad key.
+
+    ``command_line``: the values given with Snakemake's ``--config``; an error then also shows
+    them as the overlay file that sets them (``--configfile``), which types every value as
+    written."""
     schema = yaml.safe_load(Path(schema_path).read_text())
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
-    lines = _non_finite_errors(config) + [f"{_location(e)}: {e.message}" for e in errors]
+    lines = _non_finite_errors(config) + [_describe(e) for e in errors]
+    if not lines:
+        lines = _variant_errors(config, schema) + _tuning_errors(config, schema)
     if lines:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines[:20]))
-    lines = _variant_errors(config, schema) + _tuning_errors(config, schema)
-    if lines:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines[:20]))
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines[:20]) + _overlay_hint(command_line))
+
+
+def type_command_line_values(config: MutableMapping[str, Any], command_line: Mapping[str, Any]) -> None:
+    """Give the nested values of Snakemake's ``--config`` the types a config file gives them.
+
+    Snakemake types a top-level value (``--config seed=3``) but reads a nested one
+    (``--config 'experiments={gtv_fig13_star_lambda: {n_iter: 500}}'``) with YAML's base
+    loader, which leaves every scalar a string (``'500'``) that the schema would refuse.
+    Every string below a top-level key of ``command_line`` that ``config`` still holds there
+    becomes the number, boolean or null it reads as (``1e-3`` too); other strings stay.
+    ``config`` is changed in place (Snakemake's ``config`` object)."""
+    for key, given in command_line.items():
+        if key in config and isinstance(given, Mapping | list | tuple):
+            config[key] = _retype(config[key], given)
+
+
+def _retype(current: Any, given: Any) -> Any:
+    if isinstance(given, Mapping) and isinstance(current, MutableMapping):
+        for key, value in given.items():
+            if key in current:
+                current[key] = _retype(current[key], value)
+        return current
+    if isinstance(given, list | tuple) and isinstance(current, list) and len(given) == len(current):
+        return [_retype(c, g) for c, g in zip(current, given, strict=True)]
+    if isinstance(given, str) and current == given:
+        return _scalar(given)
+    return current
+
+
+def _scalar(text: str) -> Any:
+    """A command-line string as the number, boolean or null it reads as; else the string."""
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return value if value is None or isinstance(value, bool | float) else text
+
+
+def _overlay_hint(command_line: Mapping[str, Any] | None) -> str:
+    """The ``--config`` values as the overlay file that sets them, for an error message."""
+    if not command_line:
+        return ""
+
+    def plain(value: Any, nested: bool) -> Any:
+        if isinstance(value, Mapping):
+            return {k: plain(v, True) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [plain(v, True) for v in value]
+        return _scalar(value) if nested and isinstance(value, str) else value
+
+    overlay = yaml.safe_dump({k: plain(v, False) for k, v in command_line.items()}, sort_keys=False)
+    return ("\n(the --config values as an overlay file, which types every value as written: put\n\n"
+            + "".join(f"    {line}\n" for line in overlay.splitlines())
+            + "\n  in overlay.yaml and pass it after the other config files, e.g. "
+              "`--configfile config/test.yaml overlay.yaml`, target ids before --configfile)")
 
 
 def _non_finite_errors(value: Any, where: str = "config") -> list[str]:
@@ -84,7 +161,13 @@ def load_config(
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"config file not found: {path}")
-        config = deep_merge(config, yaml.safe_load(path.read_text()) or {})
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as err:  # name the file and the line (Snakemake's message names neither)
+            mark = getattr(err, "problem_mark", None)
+            where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+            raise ConfigError(f"{where}: not valid YAML: {getattr(err, 'problem', None) or err}") from err
+        config = deep_merge(config, loaded or {})
     if schema_path is not None:
         validate_config(config, schema_path)
     return config
@@ -130,3 +213,24 @@ def _tuning_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list
                 if errors:
                     break
     return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m networkedfl.pipeline.config [FILE ...]``: check config files as the
+    workflow merges them (``config/config.yaml`` first, then each FILE), naming the file and
+    line of a YAML syntax error and the key of every invalid value."""
+    import sys
+
+    repo = Path(__file__).resolve().parents[3]
+    files = [repo / "config" / "config.yaml", *(argv if argv is not None else sys.argv[1:])]
+    try:
+        load_config(*files, schema_path=repo / "workflow" / "schemas" / "config.schema.yaml")
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 1
+    print(f"valid: {', '.join(map(str, files))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

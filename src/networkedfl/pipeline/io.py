@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..datasets.download import shared_file_mode
 
-__all__ = ["atomic_write", "write_csv", "write_json"]
+__all__ = ["atomic_write", "keep_previous", "previous_path", "write_csv", "write_json"]
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
@@ -49,3 +49,31 @@ def write_json(obj: Any, path: str | os.PathLike) -> None:
             fh.write("\n")
 
     atomic_write(path, dump)
+
+
+def previous_path(path: str | os.PathLike) -> Path:
+    """Where :func:`keep_previous` keeps the last good version of ``path``:
+    ``<dir>/.previous/<name>``."""
+    path = Path(path)
+    return path.parent / ".previous" / path.name
+
+
+def keep_previous(path: str | os.PathLike) -> Path:
+    """Keep the just-written ``path`` as its last good version (a hard link: no copy).
+
+    Snakemake deletes a job's outputs when the job starts; if the rerun then fails (a
+    config value that makes the run diverge), the last good result survives here and the
+    job's error names it.  Written atomically; replaced after every successful run.
+    """
+    previous = previous_path(path)
+    previous.parent.mkdir(parents=True, exist_ok=True)
+    tmp = previous.with_name(f".{previous.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(path, tmp)
+    except OSError:  # a file system without hard links
+        import shutil
+
+        shutil.copy2(path, tmp)
+    os.replace(tmp, previous)
+    return previous

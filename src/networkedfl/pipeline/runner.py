@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..algorithms.errors import NonFiniteError
@@ -166,10 +167,27 @@ def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
         table = experiment.run(params, own_setting, int(seed), int(config["seed"]), **extra)
     except NonFiniteError as err:  # name the job: the algorithm knows only rounds and clients
         raise RuntimeError(f"{target}, setting {setting!r}, seed {seed} diverged: {err}") from err
+    _check_finite_values(table, f"{target}, setting {setting!r}, seed {seed}")
     table = tag_variant(table, variant)
     log.info("finished %s/%s/seed-%s: %d rows in %.1f s", target, setting, seed, len(table),
              time.perf_counter() - start)
     return table
+
+
+def _check_finite_values(table: pd.DataFrame, job: str) -> None:
+    """Fail a job whose table holds a NaN, infinite or missing value (text values, e.g. what
+    a round uploaded, are fine); the message names the job and the metrics."""
+    if "value" not in table or table.empty:
+        return
+    values = table["value"]
+    text = values.map(lambda v: isinstance(v, str))
+    bad = ~text & ~np.isfinite(pd.to_numeric(values.where(~text), errors="coerce").astype(float))
+    if bad.any():
+        rows = table[bad]
+        metrics = ", ".join(sorted(map(str, rows["metric"].unique()))) if "metric" in rows else "?"
+        first = rows.iloc[0].to_dict()
+        raise ValueError(f"{job}: {int(bad.sum())} non-finite values (NaN, inf or missing) of metric "
+                         f"{metrics}; first row: {first}. Nothing was written for this job")
 
 
 def tuning_table(config: Mapping[str, Any], target: str,

@@ -1,0 +1,257 @@
+"""Which code produced a result: code hashes for reruns, provenance sidecars for readers.
+
+A job's result depends on the package modules it imports, not only on its parameters.  For
+every target this module finds those modules statically (the import graph of the package,
+read with :mod:`ast`, starting from the modules that define the target's run and claims
+functions, plus the pipeline's runner) and hashes their code:
+
+* the hash is a rule ``param`` of the experiment, tuning, table, claims and notebook rules,
+  so Snakemake's ``params`` rerun trigger reruns exactly the jobs whose code changed;
+* the hash covers each module's syntax tree without docstrings, so comments, docstrings
+  and formatting change nothing, while any change to the code does;
+* it is computed from the files under a source directory (the checkout's ``src/``), so
+  moving the checkout changes nothing.
+
+Every raw output, tuning output and table gets a sidecar ``<file>.provenance.json``: the
+package version, the code hash and the modules it covers, and the versions of Python and
+the numerical libraries in the job's environment (reported, not hashed: another machine's
+numpy does not rerun anything).  The sidecars contain no time stamps, so a rerun rewrites
+them byte for byte.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib.metadata
+import json
+import platform
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .io import write_json
+
+__all__ = [
+    "LIBRARIES",
+    "code_hash",
+    "job_provenance",
+    "module_closure",
+    "notebook_modules",
+    "provenance",
+    "read_sidecar",
+    "sidecar_path",
+    "target_modules",
+    "write_sidecar",
+]
+
+PACKAGE = "networkedfl"
+#: Modules every pipeline job runs through (the job entry points).
+PIPELINE_MODULES = ("networkedfl.pipeline.runner",)
+#: Libraries whose versions a sidecar reports.
+LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "torch", "openTSNE")
+SUFFIX = ".provenance.json"
+
+
+def default_root() -> Path:
+    """The source directory of the imported package (``.../src/networkedfl``)."""
+    return Path(__file__).resolve().parents[1]
+
+
+def _module_file(root: Path, module: str) -> Path | None:
+    parts = module.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = root.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _is_package(root: Path, module: str) -> bool:
+    path = _module_file(root, module)
+    return path is not None and path.name == "__init__.py"
+
+
+@functools.cache
+def _read(path: Path, mtime_ns: int, size: int) -> tuple[str, tuple[tuple[int, str | None, tuple[str, ...]], ...]]:
+    """Digest of the docstring-free syntax tree, and the import statements, of one file
+    (parsed once per process and file version)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    imports: list[tuple[int, str | None, tuple[str, ...]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports.extend((0, alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports.append((node.level, node.module, tuple(alias.name for alias in node.names)))
+    for node in ast.walk(tree):  # docstrings do not count
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    digest = hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
+    return digest, tuple(imports)
+
+
+def _info(root: Path, module: str) -> tuple[str, tuple[tuple[int, str | None, tuple[str, ...]], ...]]:
+    path = _module_file(root, module)
+    if path is None:
+        raise KeyError(module)
+    stat = path.stat()
+    return _read(path, stat.st_mtime_ns, stat.st_size)
+
+
+def _reexports(root: Path, package: str) -> dict[str, str]:
+    """Names a package's ``__init__`` imports from its own modules: name -> module."""
+    found = {}
+    for level, base, names in _info(root, package)[1]:
+        if level == 1 and base:
+            for name in names:
+                found[name] = f"{package}.{base}"
+    return found
+
+
+def _imports(root: Path, module: str) -> set[str]:
+    """The package modules whose code ``module`` runs by its imports (anywhere in its code).
+
+    A name imported from a package resolves to the submodule of that name or to the
+    module its ``__init__`` re-exports it from; the ``__init__`` itself is hashed but not
+    followed (it imports every family of the package, which a module using one name of it
+    does not run).
+    """
+    path = _module_file(root, module)
+    if path is None:
+        return set()
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for level, base, names in _info(root, module)[1]:
+        if level:
+            anchor = package.split(".")[: len(package.split(".")) - level + 1]
+            base = ".".join(anchor + ([base] if base else []))
+        if not base or base.split(".")[0] != PACKAGE:
+            continue
+        found.add(base)
+        if _is_package(root, base):
+            exported = _reexports(root, base)
+            for name in names:
+                sub = f"{base}.{name}"
+                found.add(sub if _module_file(root, sub) is not None else exported.get(name, base))
+    return {name for name in found if _module_file(root, name) is not None}
+
+
+def module_closure(modules: Iterable[str], root: Path | None = None) -> list[str]:
+    """``modules`` and every package module they import, directly or not, with the
+    ``__init__`` of every package on the way (Python runs them on import); sorted."""
+    root = root or default_root()
+    todo, seen = list(modules), set()
+    while todo:
+        name = todo.pop()
+        if name in seen or _module_file(root, name) is None:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        seen.update(".".join(parts[:k]) for k in range(1, len(parts)))  # parents' __init__
+        if not _is_package(root, name) or name in modules:
+            todo.extend(_imports(root, name))
+    return sorted(seen)
+
+
+def code_hash(modules: Iterable[str], root: Path | None = None) -> str:
+    """SHA-256 (first 16 hex digits) of the code of ``modules`` (module names with their
+    docstring-free syntax trees; comments and formatting do not count)."""
+    root = root or default_root()
+    digest = hashlib.sha256()
+    for name in sorted(set(modules)):
+        digest.update(f"{name}\0{_info(root, name)[0]}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _defining_module(fn: Any) -> str | None:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, "__module__", None)
+
+
+def target_modules(target: str, root: Path | None = None) -> list[str]:
+    """The package modules a target's jobs run: those of its run, claims, settings and
+    inputs functions, the pipeline's runner, and everything they import."""
+    from ..experiments import get_experiment
+
+    experiment = get_experiment(target)
+    roots = {_defining_module(fn) for fn in (experiment.run, experiment.claims, experiment.settings,
+                                               experiment.inputs) if fn is not None}
+    return module_closure({r for r in roots if r} | set(PIPELINE_MODULES), root)
+
+
+def notebook_modules(notebook: str | Path, root: Path | None = None) -> list[str]:
+    """The package modules a notebook imports (from its code cells), and their imports."""
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    names: set[str] = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # magics: no package imports to find there
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return module_closure({n for n in names if n.split(".")[0] == PACKAGE}, root)
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def provenance(modules: Iterable[str], root: Path | None = None) -> dict[str, Any]:
+    """The provenance record of a result computed by ``modules``."""
+    from .. import __version__
+
+    modules = sorted(set(modules))
+    return {
+        "package": PACKAGE,
+        "version": __version__,
+        "code_hash": code_hash(modules, root),
+        "modules": modules,
+        "python": platform.python_version(),
+        "libraries": {name: _version(name) for name in LIBRARIES},
+    }
+
+
+def job_provenance(target: str, **identity: Any) -> dict[str, Any]:
+    """The sidecar record of one job of ``target``: the job's identity (``setting``,
+    ``seed``, ...) and :func:`provenance` of the target's modules."""
+    return {"target": target, **identity, **provenance(target_modules(target))}
+
+
+def sidecar_path(output: str | Path) -> Path:
+    """``results/tables/x.csv`` -> ``results/tables/x.csv.provenance.json``."""
+    return Path(f"{output}{SUFFIX}")
+
+
+def write_sidecar(output: str | Path, record: dict[str, Any]) -> Path:
+    """Write ``record`` atomically beside ``output``; returns the sidecar's path."""
+    path = sidecar_path(output)
+    write_json(record, path)
+    return path
+
+
+def read_sidecar(output: str | Path) -> dict[str, Any]:
+    """The provenance record beside ``output`` (``{}`` where there is none, e.g. a file
+    from before provenance was recorded)."""
+    path = sidecar_path(output)
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))

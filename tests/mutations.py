@@ -1,0 +1,184 @@
+"""Mutation check of the fault tests: each protection, broken on purpose, must fail its tests.
+
+A fault test that still passes when the protection it guards is removed proves nothing.
+For every mutation below this script copies the repository's tracked files to a scratch
+directory, applies the one edit (e.g. the atomic writer replaced by a plain one, a checksum
+check skipped), runs the named tests there and reports whether they failed, as they must.
+
+    .venv/bin/python tests/mutations.py            # all mutations (pipeline tests: ~15 min)
+    .venv/bin/python tests/mutations.py --fast     # only mutations whose tests are fast
+    .venv/bin/python tests/mutations.py plain_writer skip_checksum   # by name
+    .venv/bin/python tests/mutations.py --baseline  # the same tests unmutated: must pass
+
+For a killed mutation the script prints the failing tests and their assertion lines, so
+that one can check the failure is the mutation's and not another one's.
+
+Exit status 1 if a mutation survives (its tests pass), 2 if a mutation no longer applies
+(the code it edits changed: update the mutation).  Not collected by pytest (no ``test_``
+prefix); run it after changing a protection or its tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    what: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    slow: bool = False
+
+
+MUTATIONS = [
+    Mutation(
+        "plain_writer", "outputs written in place, not through a temporary file and a rename",
+        "src/networkedfl/pipeline/io.py",
+        "        write(tmp)\n        os.replace(tmp, path)\n",
+        "        write(str(path))\n        Path(tmp).unlink(missing_ok=True)\n",
+        ("tests/test_io.py::test_an_interrupted_write_leaves_the_old_file_whole_and_no_temporary",
+         "tests/test_io.py::test_a_new_output_is_not_visible_until_it_is_complete"),
+    ),
+    Mutation(
+        "no_previous", "the last good raw output is not kept",
+        "src/networkedfl/pipeline/io.py",
+        "    os.replace(tmp, previous)\n    return previous\n",
+        "    tmp.unlink()\n    return previous\n",
+        ("tests/test_io.py::test_keep_previous_survives_the_deletion_of_the_output",),
+    ),
+    Mutation(
+        "no_previous_in_jobs", "the experiment jobs do not keep their last good output",
+        "workflow/scripts/run_experiment.py",
+        "keep_previous(snakemake.output[0])  # noqa: F821\n",
+        "",
+        ("tests/test_faults.py::test_a_job_that_fails_at_run_time_keeps_the_last_good_result",),
+        slow=True,
+    ),
+    Mutation(
+        "skip_checksum", "downloads placed without checking their checksum",
+        "src/networkedfl/datasets/download.py",
+        "                problem = checksum_problem(tmp, sha256, md5, size)  # a cut-off copy: its size\n",
+        "                problem = None\n",
+        ("tests/test_download.py::test_dead_url_refused_port_and_corrupt_copy_fall_through_to_a_good_source",
+         "tests/test_download.py::test_failure_names_file_sources_and_expected_checksum_and_keeps_the_old_file"),
+    ),
+    Mutation(
+        "skip_raw_verification", "jobs read data/raw files without checking them again",
+        "src/networkedfl/datasets/verify.py",
+        "    entry = raw_file_entry(path)\n    if entry is None or not Path(path).is_file():\n",
+        "    entry = None\n    if entry is None or not Path(path).is_file():\n",
+        ("tests/test_download.py::test_an_edited_review_file_is_detected_when_a_job_reads_it",
+         "tests/test_download.py::test_an_edited_mnist_file_is_detected_when_a_job_reads_it"),
+    ),
+    Mutation(
+        "keep_part_files", "a failed or stopped download leaves its .part file",
+        "src/networkedfl/datasets/download.py",
+        "                if tmp is not None:\n                    tmp.unlink(missing_ok=True)\n",
+        "                pass\n",
+        ("tests/test_download.py::test_the_part_file_is_removed_when_the_download_is_terminated",),
+    ),
+    Mutation(
+        "no_finite_check", "diverged torch runs return NaN parameters silently",
+        "src/networkedfl/algorithms/_result.py",
+        "        _check_finite(round_, client_params, global_params, self.history)\n",
+        "",
+        ("tests/test_divergence.py",),
+    ),
+    Mutation(
+        "no_metric_check", "jobs with NaN or infinite metrics succeed",
+        "src/networkedfl/pipeline/runner.py",
+        "    _check_finite_values(table, f\"{target}, setting {setting!r}, seed {seed}\")\n",
+        "",
+        ("tests/test_divergence.py::test_a_job_with_non_finite_metrics_fails_naming_target_setting_seed_and_metric",),
+    ),
+    Mutation(
+        "no_code_param", "a code change does not rerun the jobs that run it",
+        "workflow/rules/common.smk",
+        "    return code_hash(target_modules(wildcards.target))\n",
+        "    return \"fixed\"\n",
+        ("tests/test_provenance.py::test_a_code_change_reruns_exactly_the_jobs_that_run_it",),
+        slow=True,
+    ),
+    Mutation(
+        "no_config_nan_check", "NaN and inf pass the config validation",
+        "src/networkedfl/pipeline/config.py",
+        "_non_finite_errors(config) + ",
+        "[] + ",
+        ("tests/test_config.py",),
+    ),
+]
+
+
+def _copy_repo(dest: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        src = REPO / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+def run(mutation: Mutation, mutate: bool = True) -> tuple[str, float, str]:
+    with tempfile.TemporaryDirectory(prefix=f"mutation-{mutation.name}-") as scratch:
+        root = Path(scratch)
+        _copy_repo(root)
+        path = root / mutation.file
+        text = path.read_text(encoding="utf-8")
+        if text.count(mutation.old) != 1:
+            return "no longer applies", 0.0, ""
+        if mutate:
+            path.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(root / "src")}
+        start = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                               *mutation.tests], cwd=root, env=env, capture_output=True, text=True)
+        elapsed = time.monotonic() - start
+        failures = "\n".join(line for line in proc.stdout.splitlines() if line.startswith(("FAILED", "ERROR", "E  ")))
+        if proc.returncode == 1:  # tests ran and failed: the mutation is killed
+            return "killed", elapsed, failures
+        if proc.returncode == 0:
+            return "SURVIVED" if mutate else "passes", elapsed, ""
+        return f"error (pytest exit {proc.returncode})", elapsed, proc.stdout[-800:]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="mutations to run (default: all)")
+    parser.add_argument("--fast", action="store_true", help="skip mutations whose tests run the pipeline")
+    parser.add_argument("--baseline", action="store_true",
+                        help="run each mutation's tests without the mutation (they must pass)")
+    args = parser.parse_args()
+    unknown = set(args.names) - {m.name for m in MUTATIONS}
+    if unknown:
+        parser.error(f"unknown mutations {sorted(unknown)}; known: {[m.name for m in MUTATIONS]}")
+    chosen = [m for m in MUTATIONS if (not args.names or m.name in args.names) and not (args.fast and m.slow)]
+    status = 0
+    for mutation in chosen:
+        outcome, elapsed, detail = run(mutation, mutate=not args.baseline)
+        print(f"{mutation.name:24s} {outcome:18s} {elapsed:6.0f} s  {mutation.what}", flush=True)
+        if detail:  # why the tests failed: check that it is the mutation, not something else
+            print("    " + detail.replace("\n", "\n    ")[:1500], flush=True)
+        if outcome == "SURVIVED":
+            status = max(status, 1)
+        elif outcome not in ("killed", "passes"):
+            status = 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
