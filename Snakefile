@@ -6,14 +6,9 @@
 #
 # This file only includes the stages; see workflow/rules/.
 
-import os
-
 from snakemake.utils import min_version
 
 min_version("9.0")
-
-
-configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 report: "workflow/report/workflow.rst"

@@ -18,12 +18,23 @@ if os.path.isdir(os.path.join(_SRC, "networkedfl")):
 from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.gtv_mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
-from networkedfl.pipeline.config import type_command_line_values, validate_config
+from networkedfl.pipeline.config import read_yaml, type_command_line_values, validate_config
 from networkedfl.pipeline.paths import Paths, put_interpreter_on_path, put_package_on_pythonpath
 from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_jobs, tuning_spec
 from networkedfl.pipeline.provenance import SUFFIX as PROVENANCE
 from networkedfl.pipeline.provenance import code_hash, module_closure, notebook_modules, target_modules
 
+# The main config, read here rather than in the Snakefile so that a YAML syntax error in it
+# is named with its file, line and column (Snakemake's own message names neither).
+read_yaml(os.path.join(workflow.basedir, "config", "config.yaml"))
+
+
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
+
+#: The source the jobs run (a checkout's src/, else the installed package): code hashes
+#: are taken from it.
+_PACKAGE_ROOT = Path(_SRC) / "networkedfl" if os.path.isdir(os.path.join(_SRC, "networkedfl")) else None
 put_package_on_pythonpath(_SRC)
 # Snakemake removes PYTHONPATH from the jobs of a conda environment unless told not to (the
 # profiles set conda-not-block-search-path-envvars); without it they would miss the package.
@@ -220,14 +231,14 @@ def report_timings(log_file):
 
 def code_version(wildcards):
     """Code of a target's experiment, tuning, table and claims jobs."""
-    return code_hash(target_modules(wildcards.target))
+    return code_hash(target_modules(wildcards.target, _PACKAGE_ROOT), _PACKAGE_ROOT)
 
 
 def notebook_code_version(wildcards):
     """Code a target's notebook imports (its figure and table functions)."""
-    return code_hash(notebook_modules(notebook(wildcards)))
+    return code_hash(notebook_modules(notebook(wildcards), _PACKAGE_ROOT), _PACKAGE_ROOT)
 
 
 def mnist_graph_code_version(wildcards):
     """Code of the cached MNIST graph stages."""
-    return code_hash(module_closure(["networkedfl.experiments.gtv_mnist_graph"]))
+    return code_hash(module_closure(["networkedfl.experiments.gtv_mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)

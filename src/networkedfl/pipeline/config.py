@@ -13,7 +13,7 @@ import yaml
 
 from ..experiments.variants import deep_merge
 
-__all__ = ["ConfigError", "deep_merge", "load_config", "type_command_line_values", "validate_config"]
+__all__ = ["ConfigError", "deep_merge", "load_config", "read_yaml", "type_command_line_values", "validate_config"]
 
 
 class ConfigError(ValueError):
@@ -152,6 +152,20 @@ def _variant_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> lis
     return lines
 
 
+def read_yaml(path: str | os.PathLike) -> Any:
+    """A YAML file's content; a syntax error raises :class:`ConfigError` naming the file,
+    the line and the column (Snakemake's own message names neither)."""
+    path = Path(path)
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark, context = getattr(err, "problem_mark", None), getattr(err, "context_mark", None)
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+        since = (f" ({err.context} at line {context.line + 1}, column {context.column + 1})"
+                 if context is not None and getattr(err, "context", None) else "")
+        raise ConfigError(f"{where}: not valid YAML: {getattr(err, 'problem', None) or err}{since}") from err
+
+
 def load_config(
     *paths: str | os.PathLike, schema_path: str | os.PathLike | None = None
 ) -> dict[str, Any]:
@@ -161,13 +175,7 @@ def load_config(
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"config file not found: {path}")
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as err:  # name the file and the line (Snakemake's message names neither)
-            mark = getattr(err, "problem_mark", None)
-            where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
-            raise ConfigError(f"{where}: not valid YAML: {getattr(err, 'problem', None) or err}") from err
-        config = deep_merge(config, loaded or {})
+        config = deep_merge(config, read_yaml(path) or {})
     if schema_path is not None:
         validate_config(config, schema_path)
     return config
