@@ -378,7 +378,10 @@ fetch_file(sys.argv[1], sys.argv[2], [sys.argv[3]], "0" * 64, timeout=30)
 def _start_slow_fetch(bad_server, directory):
     """A download in a child process, once its .part file exists and is receiving."""
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_FETCH_SCRIPT), SMALL, str(directory / SMALL),
-                             f"{bad_server}/slow/"], stderr=subprocess.PIPE, text=True)
+                             f"{bad_server}/slow/"], stderr=subprocess.PIPE, text=True,
+                            # as from a terminal: a shell's background job (e.g. CI started
+                            # with `&`) inherits SIGINT ignored, and Python then keeps ignoring it
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for _ in range(1200):  # importing the package may take seconds on a busy machine
         if any(p.name.endswith(".part") for p in directory.iterdir()):
             break

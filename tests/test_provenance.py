@@ -3,6 +3,7 @@ the package version and the hash of the code it ran; a code change reruns the jo
 code changed, and only those; docstrings and comments change nothing."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import pytest
 from conftest import copy_checkout
 
 from networkedfl import __version__
+from networkedfl.experiments import EXPERIMENTS
 from networkedfl.pipeline.provenance import (
     code_hash,
     module_closure,
@@ -33,6 +35,18 @@ def test_closures_follow_the_imports_of_each_target():
     # a package's __init__ counts, but a name imported from it pulls in only its module
     closure = module_closure(["networkedfl.algorithms.gtv_regressor"])
     assert "networkedfl.algorithms" in closure and "networkedfl.algorithms.bigfl" not in closure
+
+
+def test_the_code_hashes_do_not_depend_on_the_interpreter_s_hash_seed(repo):
+    """Every process computes the same hashes (set order varies with PYTHONHASHSEED): a
+    hash that differed between runs would rerun jobs for nothing."""
+    script = ("from networkedfl.experiments import EXPERIMENTS\n"
+              "from networkedfl.pipeline.provenance import code_hash, notebook_modules, target_modules\n"
+              "for t in sorted(EXPERIMENTS):\n"
+              "    print(t, code_hash(target_modules(t)), code_hash(notebook_modules(f'notebooks/{t}.ipynb')))\n")
+    outputs = {subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (0, 1, 2, 3)}
+    assert len(outputs) == 1 and len(outputs.pop().splitlines()) == len(EXPERIMENTS)
 
 
 def test_the_code_hash_ignores_docstrings_comments_and_formatting(tmp_path):

@@ -114,48 +114,67 @@ def _reexports(root: Path, package: str) -> dict[str, str]:
     return found
 
 
-def _imports(root: Path, module: str) -> set[str]:
-    """The package modules whose code ``module`` runs by its imports (anywhere in its code).
+def _resolve(root: Path, imports: Iterable[tuple[int, str | None, tuple[str, ...]]],
+             package: str | None) -> set[str]:
+    """The package modules that import statements ``(level, module, names)`` run, seen
+    from ``package`` (for relative imports).
 
     A name imported from a package resolves to the submodule of that name or to the
-    module its ``__init__`` re-exports it from; the ``__init__`` itself is hashed but not
-    followed (it imports every family of the package, which a module using one name of it
-    does not run).
+    module its ``__init__`` re-exports it from; the package itself is hashed (as a parent)
+    but not followed: its ``__init__`` imports every family of the package, which code
+    using one name of it does not run.
     """
-    path = _module_file(root, module)
-    if path is None:
-        return set()
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found: set[str] = set()
-    for level, base, names in _info(root, module)[1]:
+    for level, base, names in imports:
         if level:
+            if package is None:
+                continue
             anchor = package.split(".")[: len(package.split(".")) - level + 1]
             base = ".".join(anchor + ([base] if base else []))
         if not base or base.split(".")[0] != PACKAGE:
             continue
-        found.add(base)
-        if _is_package(root, base):
-            exported = _reexports(root, base)
-            for name in names:
-                sub = f"{base}.{name}"
-                found.add(sub if _module_file(root, sub) is not None else exported.get(name, base))
+        if not _is_package(root, base):
+            found.add(base)
+            continue
+        exported = _reexports(root, base)
+        for name in names or ():
+            sub = f"{base}.{name}"
+            found.add(sub if _module_file(root, sub) is not None else exported.get(name, base))
+        if not names:  # `import networkedfl.x`: the package's own code runs
+            found.add(base)
     return {name for name in found if _module_file(root, name) is not None}
+
+
+def _imports(root: Path, module: str) -> set[str]:
+    """The package modules whose code ``module`` runs by its imports (anywhere in its code)."""
+    path = _module_file(root, module)
+    if path is None:
+        return set()
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    return _resolve(root, _info(root, module)[1], package)
 
 
 def module_closure(modules: Iterable[str], root: Path | None = None) -> list[str]:
     """``modules`` and every package module they import, directly or not, with the
-    ``__init__`` of every package on the way (Python runs them on import); sorted."""
+    ``__init__`` of every package on the way (Python runs them on import); sorted.
+
+    The result does not depend on the order of the search: a package's ``__init__`` is
+    followed only when it is one of ``modules`` itself.
+    """
     root = root or default_root()
-    todo, seen = list(modules), set()
+    roots = set(modules)
+    todo, seen, expanded = sorted(roots), set(), set()
     while todo:
         name = todo.pop()
-        if name in seen or _module_file(root, name) is None:
+        if _module_file(root, name) is None:
             continue
         seen.add(name)
         parts = name.split(".")
         seen.update(".".join(parts[:k]) for k in range(1, len(parts)))  # parents' __init__
-        if not _is_package(root, name) or name in modules:
-            todo.extend(_imports(root, name))
+        if name in expanded or (_is_package(root, name) and name not in roots):
+            continue
+        expanded.add(name)
+        todo.extend(sorted(_imports(root, name)))
     return sorted(seen)
 
 
@@ -188,24 +207,23 @@ def target_modules(target: str, root: Path | None = None) -> list[str]:
 
 def notebook_modules(notebook: str | Path, root: Path | None = None) -> list[str]:
     """The package modules a notebook imports (from its code cells), and their imports."""
-    import nbformat
-
-    nb = nbformat.read(str(notebook), as_version=4)
-    names: set[str] = set()
-    for cell in nb.cells:
-        if cell.cell_type != "code":
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    root = root or default_root()
+    imports: list[tuple[int, str | None, tuple[str, ...]]] = []
+    for cell in cells:
+        if cell.get("cell_type") != "code":
             continue
+        source = cell.get("source", "")
         try:
-            tree = ast.parse(cell.source)
+            tree = ast.parse("".join(source) if isinstance(source, list) else source)
         except SyntaxError:  # magics: no package imports to find there
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                names.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names.add(node.module)
-                names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return module_closure({n for n in names if n.split(".")[0] == PACKAGE}, root)
+                imports.extend((0, alias.name, ()) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                imports.append((node.level, node.module, tuple(alias.name for alias in node.names)))
+    return module_closure(_resolve(root, imports, None), root)
 
 
 def _version(dist: str) -> str | None:
