@@ -8,7 +8,7 @@ import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from networkedfl.pipeline.io import write_csv  # noqa: E402
-from networkedfl.pipeline.provenance import job_provenance, read_sidecar, write_sidecar  # noqa: E402
+from networkedfl.pipeline.provenance import read_sidecar, table_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import collect_tables, tuning_table  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
@@ -21,9 +21,7 @@ config = {"experiments": {target: snakemake.params.experiment}}  # noqa: F821
 tuning = tuning_table(config, target, by_setting)
 table = collect_tables(tables + ([tuning] if tuning is not None else []))
 write_csv(table, snakemake.output[0])  # noqa: F821
-# the table's code, and the code hashes of the job files it collects (one, unless some job
-# files were computed by other code, e.g. after a run with --rerun-triggers mtime)
-jobs = sorted({read_sidecar(path).get("code_hash") for path in [*snakemake.input.raw, *snakemake.input.tuning]})  # noqa: F821
-write_sidecar(snakemake.output[0], {**job_provenance(target), "job_code_hashes": jobs})  # noqa: F821
+jobs = [read_sidecar(path).get("code_hash") for path in [*snakemake.input.raw, *snakemake.input.tuning]]  # noqa: F821
+write_sidecar(snakemake.output[0], table_provenance(target, snakemake.params.code, jobs))  # noqa: F821
 log.info("collected %d job files and %d tuning files into %s (%d rows)", len(snakemake.input.raw),  # noqa: F821
          len(snakemake.input.tuning), snakemake.output[0], len(table))  # noqa: F821

@@ -36,6 +36,6 @@ except Exception:
     raise
 write_csv(table, snakemake.output[0])  # noqa: F821
 keep_previous(snakemake.output[0])  # noqa: F821
-write_sidecar(snakemake.output[0], job_provenance(wildcards.target, setting=wildcards.setting,  # noqa: F821
-                                                 seed=int(wildcards.seed)))
+write_sidecar(snakemake.output[0], job_provenance(wildcards.target, snakemake.params.code,  # noqa: F821
+                                                 setting=wildcards.setting, seed=int(wildcards.seed)))
 log.info("wrote %s", snakemake.output[0])  # noqa: F821

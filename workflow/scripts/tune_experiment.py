@@ -21,7 +21,7 @@ inputs = {name: value if isinstance(value, str) else list(value)
 table = run_tuning_job(snakemake.wildcards.target, snakemake.params.spec,  # noqa: F821
                        int(snakemake.params.base_seed), inputs)  # noqa: F821
 write_csv(table, snakemake.output[0])  # noqa: F821
-write_sidecar(snakemake.output[0], job_provenance(snakemake.wildcards.target,  # noqa: F821
+write_sidecar(snakemake.output[0], job_provenance(snakemake.wildcards.target, snakemake.params.code,  # noqa: F821
                                                  setting=snakemake.wildcards.setting,  # noqa: F821
                                                  point=int(snakemake.wildcards.point)))  # noqa: F821
 log.info("wrote %s", snakemake.output[0])  # noqa: F821

@@ -42,6 +42,7 @@ __all__ = [
     "provenance",
     "read_sidecar",
     "sidecar_path",
+    "table_provenance",
     "target_modules",
     "write_sidecar",
 ]
@@ -233,25 +234,33 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def provenance(modules: Iterable[str], root: Path | None = None) -> dict[str, Any]:
-    """The provenance record of a result computed by ``modules``."""
+def provenance(code: str, modules: Iterable[str] | None = None) -> dict[str, Any]:
+    """The provenance record of a result computed by code with hash ``code``: the package
+    version, the hash, ``modules`` (where given) and the versions of Python and the
+    numerical libraries."""
     from .. import __version__
 
-    modules = sorted(set(modules))
-    return {
-        "package": PACKAGE,
-        "version": __version__,
-        "code_hash": code_hash(modules, root),
-        "modules": modules,
-        "python": platform.python_version(),
-        "libraries": {name: _version(name) for name in LIBRARIES},
-    }
+    record: dict[str, Any] = {"package": PACKAGE, "version": __version__, "code_hash": code}
+    if modules is not None:
+        record["modules"] = sorted(set(modules))
+    return {**record, "python": platform.python_version(),
+            "libraries": {name: _version(name) for name in LIBRARIES}}
 
 
-def job_provenance(target: str, **identity: Any) -> dict[str, Any]:
+def job_provenance(target: str, code: str, **identity: Any) -> dict[str, Any]:
     """The sidecar record of one job of ``target``: the job's identity (``setting``,
-    ``seed``, ...) and :func:`provenance` of the target's modules."""
-    return {"target": target, **identity, **provenance(target_modules(target))}
+    ``seed``, ...) and :func:`provenance` with ``code``, the hash its rule computed when
+    Snakemake built the DAG (the job's ``code`` param: the modules are not read again in
+    every job; the target's table sidecar lists them)."""
+    return {"target": target, **identity, **provenance(code)}
+
+
+def table_provenance(target: str, code: str, job_hashes: Iterable[str | None]) -> dict[str, Any]:
+    """The sidecar record of a target's table: :func:`provenance` with the modules the
+    target runs, and the code hashes of the job files it collects (one, unless some were
+    computed by other code, e.g. after a run with ``--rerun-triggers mtime``)."""
+    return {"target": target, **provenance(code, target_modules(target)),
+            "job_code_hashes": sorted({h for h in job_hashes if h is not None})}
 
 
 def sidecar_path(output: str | Path) -> Path:
