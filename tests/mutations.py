@@ -5,7 +5,7 @@ For every mutation below this script copies the repository's tracked files to a 
 directory, applies the one edit (e.g. the atomic writer replaced by a plain one, a checksum
 check skipped), runs the named tests there and reports whether they failed, as they must.
 
-    .venv/bin/python tests/mutations.py            # all mutations (pipeline tests: ~15 min)
+    .venv/bin/python tests/mutations.py            # all mutations (pipeline tests: ~20 min)
     .venv/bin/python tests/mutations.py --fast     # only mutations whose tests are fast
     .venv/bin/python tests/mutations.py plain_writer skip_checksum   # by name
     .venv/bin/python tests/mutations.py --baseline  # the same tests unmutated: must pass
@@ -48,10 +48,27 @@ MUTATIONS = [
     Mutation(
         "plain_writer", "outputs written in place, not through a temporary file and a rename",
         "src/networkedfl/pipeline/io.py",
-        "        write(tmp)\n        os.replace(tmp, path)\n",
-        "        write(str(path))\n        Path(tmp).unlink(missing_ok=True)\n",
+        "        write(tmp)\n        _pause_for_tests()\n        os.replace(tmp, path)\n",
+        "        write(str(path))\n        _pause_for_tests()\n        Path(tmp).unlink(missing_ok=True)\n",
         ("tests/test_io.py::test_an_interrupted_write_leaves_the_old_file_whole_and_no_temporary",
-         "tests/test_io.py::test_a_new_output_is_not_visible_until_it_is_complete"),
+         "tests/test_io.py::test_a_new_output_is_not_visible_until_it_is_complete",
+         "tests/test_faults.py::test_interrupted_run_resumes_and_gives_identical_tables"),
+        slow=True,
+    ),
+    Mutation(
+        "no_rerun_incomplete", "the default profile does not rerun the outputs of an interrupted job",
+        "profiles/default/config.yaml",
+        "rerun-incomplete: true\n",
+        "",
+        ("tests/test_faults.py::test_interrupted_run_resumes_and_gives_identical_tables",),
+        slow=True,
+    ),
+    Mutation(
+        "keep_stale_temporaries", "a killed writer's temporary file is never removed",
+        "src/networkedfl/pipeline/io.py",
+        "    _remove_stale_temporaries(path)\n    fd, tmp",
+        "    fd, tmp",
+        ("tests/test_io.py::test_a_killed_writers_temporary_is_removed_by_the_next_write",),
     ),
     Mutation(
         "no_previous", "the last good raw output is not kept",
@@ -61,11 +78,12 @@ MUTATIONS = [
         ("tests/test_io.py::test_keep_previous_survives_the_deletion_of_the_output",),
     ),
     Mutation(
-        "no_previous_in_jobs", "the experiment jobs do not keep their last good output",
-        "workflow/scripts/run_experiment.py",
-        "keep_previous(snakemake.output[0])  # noqa: F821\n",
-        "",
-        ("tests/test_faults.py::test_a_job_that_fails_at_run_time_keeps_the_last_good_result",),
+        "no_previous_in_jobs", "the experiment and tuning jobs do not keep their last good output",
+        "src/networkedfl/pipeline/io.py",
+        "    write_csv(table, output)\n    keep_previous(output)\n",
+        "    write_csv(table, output)\n",
+        ("tests/test_io.py::test_a_job_table_that_fails_to_compute_writes_nothing_and_names_the_last_good_one",
+         "tests/test_faults.py::test_a_job_that_fails_at_run_time_keeps_the_last_good_result"),
         slow=True,
     ),
     Mutation(
@@ -145,7 +163,7 @@ def run(mutation: Mutation, mutate: bool = True) -> tuple[str, float, str]:
             path.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(root / "src")}
         start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                *mutation.tests], cwd=root, env=env, capture_output=True, text=True)
         elapsed = time.monotonic() - start
         failures = "\n".join(line for line in proc.stdout.splitlines() if line.startswith(("FAILED", "ERROR", "E  ")))

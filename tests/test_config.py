@@ -170,6 +170,12 @@ def test_a_yaml_syntax_error_names_the_file_and_line(repo, tmp_path):
     good = subprocess.run([sys.executable, "-m", "networkedfl.pipeline.config", str(repo / "config" / "test.yaml")],
                           capture_output=True, text=True, timeout=120)
     assert good.returncode == 0 and good.stdout.startswith("valid:")
+    # Snakemake's --verbose prints the YAML error it wraps, with the file and line
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--verbose", "-n", "--snakefile", str(repo / "Snakefile"),
+                           "--directory", str(tmp_path), "--configfile", str(repo / "config" / "test.yaml"), str(bad)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert f'in "{bad}", line 4' in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-2000:]
 
 
 def test_a_registered_target_missing_from_the_config_is_reported(repo, tmp_path):

@@ -1,8 +1,10 @@
 """Faults a long reproduction meets: interrupted runs, reruns, changed parameters, bad input.
 
-Each test runs the real Snakemake workflow in a scratch directory; the target is the small
-star-graph sweep (gtv_fig13_star_lambda) made slow enough (many iterations) to be
-interrupted in the middle of a job.
+Each test runs the real Snakemake workflow in a scratch directory on the small star-graph
+sweep (gtv_fig13_star_lambda).  The interruption tests stop a job in the middle of writing
+an output through the writers' fault-injection pause (``networkedfl.pipeline.io.PAUSE_ENV``);
+``tests/mutations.py`` checks that they fail when the atomic writer or the default
+profile's ``rerun-incomplete`` is taken away.
 """
 
 import json
@@ -17,16 +19,20 @@ import pandas as pd
 import pytest
 import yaml
 
+from networkedfl.pipeline.io import PAUSE_ENV
+
 pytestmark = pytest.mark.pipeline
 
 TARGET = "gtv_fig13_star_lambda"
-SLOW = {"experiments": {TARGET: {"repetitions": 2, "n_iter": 60000, "n_lam": 8}}}
+BASE = {"experiments": {TARGET: {"repetitions": 2, "n_iter": 3000, "n_lam": 8}}}
+WRITE_PAUSE = 8  # seconds each write of an interrupted run waits before its rename
+PROVENANCE = ".provenance.json"
 
 
 def _command(repo, workdir, *args, overlays=()):
-    """Snakemake on the test profile made slow, then ``overlays`` (dicts) merged over it."""
+    """Snakemake on the test profile with ``BASE``, then ``overlays`` (dicts) merged over it."""
     files = [repo / "config" / "test.yaml"]
-    for i, overlay in enumerate([SLOW, *overlays]):
+    for i, overlay in enumerate([BASE, *overlays]):
         files.append(Path(workdir) / f"overlay-{i}.yaml")
         files[-1].parent.mkdir(parents=True, exist_ok=True)
         files[-1].write_text(yaml.safe_dump(overlay))
@@ -55,55 +61,73 @@ def uninterrupted(repo, tmp_path_factory):
     return workdir
 
 
-def _wait_for_running_job(workdir, timeout=120):
-    """Block until a run_experiment job has started (its log says so) but not finished."""
-    logs = Path(workdir) / "logs" / "run" / TARGET
+def _wait_for_temporary(workdir, output_suffix, timeout=120):
+    """Block until a job is in the middle of writing a raw output ending in ``output_suffix``
+    (its temporary file exists); returns the path that output will have."""
+    raw = Path(workdir) / "results" / "raw" / TARGET
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for log in logs.glob("*/*.log"):
-            text = log.read_text(errors="replace")
-            if "running" in text and "finished" not in text:
-                return log
-        time.sleep(0.2)
-    raise AssertionError("no experiment job started in time")
+        for tmp in raw.glob(f"*/.*{output_suffix}.*.tmp"):
+            return tmp.parent / tmp.name[1:tmp.name.index(output_suffix) + len(output_suffix)]
+        time.sleep(0.05)
+    raise AssertionError(f"no job started writing a {output_suffix} file in time")
 
 
 def _raw_outputs(workdir):
     return sorted((Path(workdir) / "results" / "raw" / TARGET).glob("*/*.csv"))
 
 
-@pytest.mark.parametrize("how", ["terminate-run", "kill-job"])
-def test_interrupted_run_resumes_and_gives_identical_tables(repo, uninterrupted, tmp_path, how):
-    """SIGTERM to the whole run (Ctrl-C, a scheduler's kill), or SIGKILL of one job's process
-    (the OOM killer): no partial output is left behind as complete, and the next run
-    finishes with byte-identical tables."""
+def _interrupt(proc, how):
+    if how == "interrupt-snakemake":  # SIGINT to Snakemake's own process, not to its jobs
+        os.kill(proc.pid, signal.SIGINT)
+    elif how == "terminate-run":  # the whole run: Ctrl-C in a terminal, a scheduler's kill
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:  # the job's own interpreter, not Snakemake: the OOM killer
+        jobs = subprocess.run(["pgrep", "-f", "-s", str(proc.pid), "run_experiment"],
+                              capture_output=True, text=True).stdout.split()
+        job_pids = [int(p) for p in jobs if int(p) != proc.pid]
+        assert job_pids, "job process not found"
+        for pid in job_pids:
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(("during", "how"), [("table", "terminate-run"), ("table", "kill-job"),
+                                           ("sidecar", "interrupt-snakemake"), ("sidecar", "kill-job")])
+def test_interrupted_run_resumes_and_gives_identical_tables(repo, uninterrupted, tmp_path, how, during):
+    """SIGTERM to the whole run, SIGKILL of one job's process, or SIGINT to Snakemake alone
+    (which leaves a complete output marked incomplete), in the middle of writing a job's raw
+    table or, after the table is complete, its provenance sidecar: no output is visible
+    before it is complete, nothing partial is left as complete, and the next plain run (the
+    default profile's ``rerun-incomplete``) finishes with byte-identical tables.
+
+    Every write pauses before its rename (``PAUSE_ENV``, a fault-injection point), so the
+    interruption lands inside the write rather than in the solver.
+    """
+    env = {**_env(), PAUSE_ENV: str(WRITE_PAUSE)}
     proc = subprocess.Popen(_command(repo, tmp_path, "--cores", "1", TARGET), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=_env(), start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
     try:
-        _wait_for_running_job(tmp_path)
-        time.sleep(1.0)  # in the middle of the job's solver iterations
-        if how == "terminate-run":
-            os.killpg(proc.pid, signal.SIGTERM)
-        else:  # the job's own interpreter, not Snakemake
-            jobs = subprocess.run(["pgrep", "-f", "-s", str(proc.pid), "run_experiment"],
-                                  capture_output=True, text=True).stdout.split()
-            job_pids = [int(p) for p in jobs if int(p) != proc.pid]
-            assert job_pids, "job process not found"
-            for pid in job_pids:
-                os.kill(pid, signal.SIGKILL)
+        table = _wait_for_temporary(tmp_path, ".csv")
+        assert not table.exists(), "a raw table is visible before its write is complete"
+        if during == "sidecar":
+            _wait_for_temporary(tmp_path, PROVENANCE)
+            assert len(pd.read_csv(table)) > 0  # complete, but the job has not finished
+        _interrupt(proc, how)
         proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode != 0
     assert not (tmp_path / "results" / "tables" / f"{TARGET}.csv").exists()
-    for raw in _raw_outputs(tmp_path):  # whatever is there is a finished job's complete output
+    if during == "table":
+        assert not table.exists()
+    for raw in _raw_outputs(tmp_path):  # whatever is there is a finished write's complete output
         assert raw.stat().st_size > 0 and len(pd.read_csv(raw)) > 0
-    assert not list((tmp_path / "results").rglob("*.tmp"))
 
     again = _run(repo, tmp_path, "--cores", "1", TARGET)
     assert again.returncode == 0, again.stderr[-3000:]
     assert _table_bytes(tmp_path) == _table_bytes(uninterrupted)
+    assert not list((tmp_path / "results").rglob("*.tmp")), "a killed write's temporary was left behind"
 
 
 def test_rerun_with_the_same_config_has_nothing_to_do_and_fresh_run_is_byte_identical(repo, uninterrupted, tmp_path):

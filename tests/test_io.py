@@ -1,6 +1,7 @@
 """The pipeline's writers: an output appears complete or not at all, and the last good
 raw output survives a failed rerun (networkedfl.pipeline.io)."""
 
+import socket
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +32,34 @@ def test_a_new_output_is_not_visible_until_it_is_complete(tmp_path):
     assert seen == [False] and out.read_text() == "a\n"
 
 
+def test_a_killed_writers_temporary_is_removed_by_the_next_write(tmp_path):
+    """SIGKILL gives a writer no chance to clean up: its temporary stays until the next
+    write of the same output, which removes it (its process is gone) but leaves the
+    temporary of a writer that still runs."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "table.csv"
+    writer = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from networkedfl.pipeline.io import atomic_write; "
+         "atomic_write(sys.argv[1], lambda tmp: (open(tmp, 'w').write('half'), print('writing', flush=True), "
+         "time.sleep(60)))", str(out)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert writer.stdout.readline().strip() == "writing"
+    live = tmp_path / f".table.csv.{socket.gethostname().replace('.', '_')}-{os.getpid()}.abc.tmp"
+    live.write_text("this process is alive")
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    left = [p.name for p in tmp_path.glob(".table.csv.*.tmp") if p != live]
+    assert len(left) == 1 and f"-{writer.pid}." in left[0]  # what the killed writer left
+
+    write_csv(pd.DataFrame({"value": [1.0]}), out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, "table.csv"])
+
+
 def test_keep_previous_survives_the_deletion_of_the_output(tmp_path):
     out = tmp_path / "raw" / "seed-0.csv"
     write_csv(pd.DataFrame({"value": [1.0]}), out)
@@ -42,3 +71,24 @@ def test_keep_previous_survives_the_deletion_of_the_output(tmp_path):
     write_csv(pd.DataFrame({"value": [2.0]}), out)  # the next good result replaces it
     keep_previous(out)
     assert kept.read_bytes() == out.read_bytes() != data
+
+
+def test_a_job_table_that_fails_to_compute_writes_nothing_and_names_the_last_good_one(tmp_path, caplog):
+    import logging
+
+    from networkedfl.pipeline.io import write_job_table
+
+    out = tmp_path / "raw" / "seed-0.csv"
+    log = logging.getLogger("job")
+    write_job_table(out, lambda: pd.DataFrame({"value": [1.0]}), log)
+    good = out.read_bytes()
+    assert previous_path(out).read_bytes() == good
+    out.unlink()  # Snakemake, as the rerun starts
+
+    def diverges():
+        raise FloatingPointError("overflow")
+
+    with caplog.at_level(logging.ERROR, logger="job"), pytest.raises(FloatingPointError):
+        write_job_table(out, diverges, log)
+    assert not out.exists() and previous_path(out).read_bytes() == good
+    assert f"kept at {previous_path(out)}" in caplog.text

@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from networkedfl.pipeline.io import keep_previous, previous_path, write_csv  # noqa: E402
+from networkedfl.pipeline.io import write_job_table  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import run_job  # noqa: E402
 from networkedfl.progress import ENV_VAR  # noqa: E402
@@ -27,15 +27,9 @@ inputs = {name: value if isinstance(value, str) else list(value)
           for name, value in snakemake.input.items()}  # noqa: F821
 # the method's tuning results (one file per grid point) choose its values; not a data input
 tuning = [pd.read_csv(path) for path in inputs.pop("tuning", [])] or None
-try:
-    table = run_job(config, wildcards.target, wildcards.setting, int(wildcards.seed), inputs, tuning)
-except Exception:
-    if previous_path(snakemake.output[0]).is_file():  # noqa: F821
-        log.error("the last good result of this job is kept at %s (copy it back to keep using it)",
-                  previous_path(snakemake.output[0]))  # noqa: F821
-    raise
-write_csv(table, snakemake.output[0])  # noqa: F821
-keep_previous(snakemake.output[0])  # noqa: F821
+write_job_table(snakemake.output[0],  # noqa: F821
+                lambda: run_job(config, wildcards.target, wildcards.setting, int(wildcards.seed), inputs, tuning),
+                log)
 write_sidecar(snakemake.output[0], job_provenance(wildcards.target, snakemake.params.code,  # noqa: F821
                                                  setting=wildcards.setting, seed=int(wildcards.seed)))
 log.info("wrote %s", snakemake.output[0])  # noqa: F821

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import socket
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,24 +16,60 @@ import pandas as pd
 
 from ..datasets.download import shared_file_mode
 
-__all__ = ["atomic_write", "keep_previous", "previous_path", "write_csv", "write_json"]
+__all__ = ["PAUSE_ENV", "atomic_write", "keep_previous", "previous_path", "write_csv", "write_json",
+           "write_job_table"]
+
+#: Fault injection for the interruption tests (``tests/test_faults.py``): seconds every
+#: :func:`atomic_write` waits between writing its temporary file and renaming it onto the
+#: output, so that a test can stop a job in the middle of a write.  Unset in normal use.
+PAUSE_ENV = "NETWORKEDFL_TEST_WRITE_PAUSE"
+
+
+def _writer_tag() -> str:
+    return f"{socket.gethostname().replace('.', '_')}-{os.getpid()}"
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Remove temporaries of ``path`` left by writers on this host that no longer run
+    (a SIGKILL gives no chance to clean up); a live writer's temporary is left alone."""
+    host = socket.gethostname().replace(".", "_")
+    for tmp in path.parent.glob(f".{path.name}.{host}-*.tmp"):
+        pid = tmp.name[len(f".{path.name}.{host}-"):].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # alive, another user's process
+            pass
+
+
+def _pause_for_tests() -> None:
+    seconds = os.environ.get(PAUSE_ENV)
+    if seconds:
+        time.sleep(float(seconds))
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)`` then rename the temporary file onto ``path``.
 
     The temporary file lives in the destination directory so the rename is atomic; on
-    any error it is removed and an existing ``path`` is left untouched.  The file gets the
-    mode of any new file under the umask (:func:`~networkedfl.datasets.download.shared_file_mode`),
-    not the ``0o600`` of the temporary file.
+    any error it is removed and an existing ``path`` is left untouched.  A temporary that a
+    killed writer left behind (``.<name>.<host>-<pid>.*.tmp``, its process gone) is removed
+    by the next write of ``path``.  The file gets the mode of any new file under the umask
+    (:func:`~networkedfl.datasets.download.shared_file_mode`), not the ``0o600`` of the
+    temporary file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    _remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_writer_tag()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         shared_file_mode(tmp)
         write(tmp)
+        _pause_for_tests()
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -77,3 +116,24 @@ def keep_previous(path: str | os.PathLike) -> Path:
         shutil.copy2(path, tmp)
     os.replace(tmp, previous)
     return previous
+
+
+def write_job_table(output: str | os.PathLike, compute: Callable[[], pd.DataFrame],
+                    log: logging.Logger) -> pd.DataFrame:
+    """A job's table: ``compute()`` it, write it to ``output`` atomically and keep it as the
+    last good version (:func:`keep_previous`).
+
+    If ``compute`` raises, nothing is written and the error propagates; the log names the
+    last good version of ``output`` kept from an earlier run, which Snakemake's deletion of
+    the job's outputs at its start did not reach.
+    """
+    try:
+        table = compute()
+    except Exception:
+        if previous_path(output).is_file():
+            log.error("the last good result of this job is kept at %s (copy it back to keep using it)",
+                      previous_path(output))
+        raise
+    write_csv(table, output)
+    keep_previous(output)
+    return table
