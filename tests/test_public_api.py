@@ -37,3 +37,16 @@ def test_own_network_with_the_public_api():
     result = fedavg(softmax_regression(5, 3), client_data(features, labels, parts), n_rounds=5,
                     local_epochs=1, batch_size=32, lr=0.1, seed=2)
     assert result.global_params.shape == (1, 18) and bool(np.isfinite(result.global_params.numpy()).all())
+
+
+def test_the_package_and_the_pipeline_jobs_import_neither_torch_nor_scikit_learn():
+    """Both cost about a second of every job's start-up: a job loads them only if its
+    method needs them (the docstrings of networkedfl and networkedfl.algorithms say so)."""
+    import subprocess
+    import sys
+
+    script = ("import sys, networkedfl, networkedfl.algorithms, networkedfl.pipeline.runner, "
+              "networkedfl.pipeline.io, networkedfl.pipeline.provenance, networkedfl.experiments\n"
+              "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'sklearn'}))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -177,7 +177,40 @@ def test_encoding_and_windows():
     assert windows(np.arange(3), 3).shape == (0, 4)
 
 
+def test_encoding_keeps_empty_documents_and_works_without_eos():
+    vocab = build_vocabulary([["x", "y"]])
+    x, y, eos = vocab.id("x"), vocab.id("y"), vocab.id(EOS)
+    ids, doc = encode_documents([[], ["x"], [], ["y", "x"]], vocab)
+    assert ids.tolist() == [eos, x, eos, eos, y, x, eos] and doc.tolist() == [0, 1, 1, 2, 3, 3, 3]
+    ids, doc = encode_documents(iter([["x"], [], ["q", "y"]]), vocab, eos=None)  # any iterable
+    assert ids.tolist() == [x, vocab.unk_id, y] and doc.tolist() == [0, 2, 2]
+    ids, doc = encode_documents([], vocab)
+    assert ids.shape == doc.shape == (0,) and ids.dtype == doc.dtype == np.int64
+
+
+def test_lowercased_whitespace_tokens_equal_the_tokens_lowercased_one_by_one():
+    text = "İstanbul ÀB\tc\x0bD\xa0e ßX \x1cF ǅ ."  # non-ASCII case mappings, non-ASCII spaces
+    assert tokenize(text) == [t.lower() for t in tokenize(text, lowercase=False)]
+
+
 # ------------------------------------------------------------------------------ embedding
+
+
+def test_cooccurrence_dense_and_sparse_counting_agree(monkeypatch):
+    """Small vocabularies are counted into a dense array, large ones into sparse blocks."""
+    import networkedfl.text as text
+
+    rng = np.random.default_rng(0)
+    ids, docs = rng.integers(0, 40, 3000), np.sort(rng.integers(0, 60, 3000))
+    for weighting in ("uniform", "harmonic"):
+        dense = cooccurrence_matrix(ids, docs, 40, window=4, weighting=weighting)
+        monkeypatch.setattr(text, "DENSE_COOCCURRENCE_MAX", 0)
+        sparse = cooccurrence_matrix(ids, docs, 40, window=4, weighting=weighting)
+        monkeypatch.undo()
+        assert dense.has_canonical_format and sparse.has_canonical_format
+        np.testing.assert_allclose(dense.toarray(), sparse.toarray(), rtol=1e-14, atol=0)
+        if weighting == "uniform":  # integer counts: exactly equal
+            assert (dense != sparse).nnz == 0 and dense.nnz == sparse.nnz
 
 
 def test_cooccurrence_counts_pairs_within_documents_symmetrically():

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain, repeat
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +121,8 @@ def tokenize(
     drop_punctuation
         Remove tokens without a letter or digit.
     """
+    if lowercase and not split_punctuation and not drop_punctuation:
+        return whitespace_tokens(text.lower())  # the same tokens, lowercased in one call
     tokens = ptb_tokenize(text) if split_punctuation else whitespace_tokens(text)
     if drop_punctuation:
         tokens = [t for t in tokens if not is_punctuation(t)]
@@ -133,10 +136,7 @@ def tokenize(
 
 def token_counts(documents: Iterable[Sequence[str]]) -> Counter[str]:
     """Occurrences of every token over ``documents`` (lists of tokens)."""
-    counts: Counter[str] = Counter()
-    for doc in documents:
-        counts.update(doc)
-    return counts
+    return Counter(chain.from_iterable(documents))
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,8 +188,7 @@ class Vocabulary:
 
     def encode(self, tokens: Sequence[str]) -> np.ndarray:
         """``int64`` ids of ``tokens``; words outside the vocabulary become ``<unk>``."""
-        get, unk = self.index.get, self.unk_id
-        return np.fromiter((get(t, unk) for t in tokens), dtype=np.int64, count=len(tokens))
+        return np.fromiter(map(self.index.get, tokens, repeat(self.unk_id)), dtype=np.int64, count=len(tokens))
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         return [self.tokens[int(i)] for i in ids]
@@ -239,18 +238,17 @@ def encode_documents(
     Returns the ``int64`` ids and, for every position, the index of its document (used
     to keep co-occurrence windows inside documents).
     """
-    ids: list[np.ndarray] = []
-    doc: list[np.ndarray] = []
-    end = None if eos is None else np.array([vocabulary.index[eos]], dtype=np.int64)
-    for k, tokens in enumerate(documents):
-        encoded = vocabulary.encode(tokens)
-        if end is not None:
-            encoded = np.concatenate([encoded, end])
-        ids.append(encoded)
-        doc.append(np.full(len(encoded), k, dtype=np.int64))
-    if not ids:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(ids), np.concatenate(doc)
+    documents = list(documents)
+    end = None if eos is None else vocabulary.index[eos]
+    lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
+    words = vocabulary.encode(list(chain.from_iterable(documents)))  # all documents at once
+    if end is None:
+        return words, np.repeat(np.arange(len(documents), dtype=np.int64), lengths)
+    ids = np.full(len(words) + len(documents), end, dtype=np.int64)  # every document + <eos>
+    is_word = np.ones(len(ids), dtype=bool)
+    is_word[np.cumsum(lengths + 1) - 1] = False
+    ids[is_word] = words
+    return ids, np.repeat(np.arange(len(documents), dtype=np.int64), lengths + 1)
 
 
 def windows(stream: np.ndarray, length: int, *, max_windows: int | None = None) -> np.ndarray:
@@ -274,6 +272,11 @@ def windows(stream: np.ndarray, length: int, *, max_windows: int | None = None) 
 
 
 # --------------------------------------------------------------------------- embedding
+
+
+#: Up to this many entries (vocabulary size squared) :func:`cooccurrence_matrix` counts into
+#: a dense array (one ``bincount`` per distance, 32 MiB at most), beyond it into sparse blocks.
+DENSE_COOCCURRENCE_MAX = 2**22
 
 
 def cooccurrence_matrix(
@@ -309,13 +312,21 @@ def cooccurrence_matrix(
         raise ValueError(f"weighting must be 'uniform' or 'harmonic', got {weighting!r}")
     ids = np.asarray(ids, dtype=np.int64)
     documents = np.asarray(documents)
-    total = sp.csr_matrix((vocab_size, vocab_size), dtype=np.float64)
-    for k in range(1, window + 1):
+    dense = vocab_size * vocab_size <= DENSE_COOCCURRENCE_MAX
+    total = np.zeros(vocab_size * vocab_size) if dense else sp.csr_matrix((vocab_size, vocab_size))
+    for k in range(1, window + 1):  # over the distances, not over positions
         same = documents[:-k] == documents[k:]
         a, b = ids[:-k][same], ids[k:][same]
-        w = np.full(a.shape, 1.0 if weighting == "uniform" else 1.0 / k)
-        block = sp.coo_matrix((w, (a, b)), shape=(vocab_size, vocab_size)).tocsr()
-        total = total + block + block.T
+        weight = 1.0 if weighting == "uniform" else 1.0 / k
+        if dense:  # one pass over the pairs: counts of the flat index a V + b
+            counts = np.bincount(a * vocab_size + b, minlength=vocab_size * vocab_size)
+            total += counts if weighting == "uniform" else weight * counts
+        else:
+            block = sp.coo_matrix((np.full(a.shape, weight), (a, b)), shape=(vocab_size, vocab_size)).tocsr()
+            total = total + block + block.T
+    if dense:
+        square = total.reshape(vocab_size, vocab_size)
+        return sp.csr_matrix(square + square.T)
     total.sum_duplicates()
     return total.tocsr()
 
