@@ -7,16 +7,28 @@ own: ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of the child process.  The ta
 * ``setup s``: graph generation (stochastic block model), local datasets, sampling mask,
   loss, and the cached incidence matrix / quadratic forms -- not part of the timing;
 * ``solver setup ms``: the part of one ``gtv_primal_dual`` call that is not the iteration
-  loop (step sizes, transposed incidence, the batched prox inverses), measured as the
-  median time of calls with ``n_iter=0``;
-* ``ms/iter``: ``(median time of a call with n_iter=K - solver setup) / K``, the median
-  taken over ``--repeats`` calls;
+  loop (step sizes, transposed incidence, the batched prox inverses, reused buffers):
+  the median time of calls with ``n_iter=1`` less one iteration;
+* ``ms/iter``: ``(median time of a call with n_iter=K - median with n_iter=1) / (K - 1)``,
+  the medians taken over ``--repeats`` calls;
 * ``solve s``: median time of the whole ``n_iter=K`` call;
 * ``RSS MiB``: peak RSS of the child after imports / after setup / at the end (the peak
   over the whole process, including setup);
 * ``tracemalloc MiB``: peak of the memory traced by :mod:`tracemalloc` during one extra
   ``n_iter=K`` call (numpy registers its allocations with tracemalloc), i.e. what the
   solver itself allocates on top of its inputs.
+
+For the sparse cases (more than 1000 nodes; the bar is for 10^5 nodes, about 10^6 edges,
+d = 2, nLasso) the child also runs ``--rounds`` interleaved rounds, in the same process,
+of: the solver (per iteration, as above, from calls with ``n_iter=1`` and ``n_iter=K``);
+scipy's two sparse products with the incidence matrix alone, ``D @ x`` and ``D.T @ y``
+with ``x`` of shape ``(n, d)`` and ``y`` of shape ``(E, d)``, both ways scipy offers them
+(2-D C-order arrays, ``D.T`` the CSC view; column by column, ``D.T`` a CSR copy, as the
+solver took them before); and ``np.copyto`` of an ``(E, d)`` float64 array.  It prints
+the median time of each, the median over the rounds of the ratio solver / products (for
+the faster way of the products), and the achieved bandwidth: the bytes of the edge and
+node arrays an iteration must touch (each read or written once; see
+:func:`iteration_bytes`) per second, against the copy's (bytes read + written) per second.
 
 BLAS/OpenMP threads are limited to ``--threads`` through the usual environment variables,
 set before numpy is imported (and through threadpoolctl when it is installed).  The
@@ -28,6 +40,7 @@ Usage::
     .venv/bin/python benchmarks/bench_primal_dual.py            # full run
     .venv/bin/python benchmarks/bench_primal_dual.py --quick    # smoke run, seconds
     .venv/bin/python benchmarks/bench_primal_dual.py --sizes 200,100000 --threads 2
+    .venv/bin/python benchmarks/bench_primal_dual.py --sizes 1e5 --rounds 9   # the products bar
 """
 
 from __future__ import annotations
@@ -53,6 +66,7 @@ THREAD_VARS = (
 )
 
 SMALL_GRAPH_MAX_NODES = 1000  # up to this size: the dense SBM of the GTV experiments
+ROUNDS, QUICK_ROUNDS = 7, 3  # interleaved rounds solver / scipy products / copy (sparse cases)
 DEFAULT_SIZES = (200, 10_000, 100_000)
 QUICK_SIZES = (200, 10_000)
 MEAN_DEGREE = 20.0
@@ -70,6 +84,7 @@ BAR_LARGE_NODES = 100_000
 BAR_LARGE_ITERS = 100
 BAR_LARGE_SECONDS = 60.0
 BAR_LARGE_RSS_MIB = 4096.0
+BAR_PRODUCTS_RATIO = 1.0  # solver iteration / scipy's two products D @ x, D.T @ y (10^5 nodes)
 
 
 def _maxrss_mib() -> float:
@@ -131,6 +146,7 @@ def make_cases(args: argparse.Namespace) -> list[dict]:
                     "penalty": penalty,
                     "n_iter": n_iter,
                     "repeats": args.repeats,
+                    "rounds": 0 if n <= SMALL_GRAPH_MAX_NODES else args.rounds,
                     "seed": args.seed,
                 }
             )
@@ -177,22 +193,25 @@ def run_case(case: dict) -> dict:
         return gtv_primal_dual(graph, loss, penalty, LAM, k)
 
     # ---- timing ----
-    solve(min(2, n_iter))  # warm-up: first-call overheads (lazy imports, page faults)
-    setup_times, solve_times = [], []
+    n_iter = max(n_iter, 2)
+    solve(2)  # warm-up: first-call overheads (lazy imports, page faults)
+    one_times, solve_times = [], []
     for _ in range(case["repeats"]):
         t = time.perf_counter()
-        solve(0)
-        setup_times.append(time.perf_counter() - t)
+        solve(1)
+        one_times.append(time.perf_counter() - t)
         t = time.perf_counter()
         result = solve(n_iter)
         solve_times.append(time.perf_counter() - t)
-    out["solver_setup_s"] = statistics.median(setup_times)
-    out["solve_s"] = statistics.median(solve_times)
+    one, out["solve_s"] = statistics.median(one_times), statistics.median(solve_times)
     out["solve_s_all"] = solve_times
-    out["s_per_iter"] = max(out["solve_s"] - out["solver_setup_s"], 0.0) / max(n_iter, 1)
+    out["s_per_iter"] = max(out["solve_s"] - one, 0.0) / (n_iter - 1)
+    out["solver_setup_s"] = max(one - out["s_per_iter"], 0.0)
     out["n_iter_done"] = result.n_iter
     out["mse"] = float(np.mean((result.weights - true_w) ** 2))
-    out["rss_peak_mib"] = _maxrss_mib()
+    out["rss_peak_mib"] = _maxrss_mib()  # before the rounds' own arrays
+    if case.get("rounds"):
+        out["rounds"] = interleaved_rounds(graph, solve, case["dim"], case["rounds"], min(n_iter, 10))
 
     # ---- what the solver call itself allocates (untimed extra call) ----
     del result
@@ -202,6 +221,88 @@ def run_case(case: dict) -> dict:
     out["tracemalloc_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     out["blas"] = _blas_info()
+    return out
+
+
+def iteration_bytes(graph, dim: int) -> dict[str, int]:
+    """Bytes one iteration must move at least: every array it needs, read or written once.
+
+    ``products``: ``D @ x`` reads the CSR arrays of ``D`` (data, indices, indptr) and ``x``
+    ``(n, d)`` and writes ``(E, d)``; ``D.T @ y`` reads the same arrays and ``y`` and writes
+    ``(n, d)``.  ``solver``: ``D^T u`` as above; the ``+1``/``-1`` columns of the edges
+    (two int64 per edge) for ``D v``; ``u`` read and written; the radius ``lambda A_e`` and
+    its floor ``max(r_e, tiny)`` (nLasso); the node arrays ``w``, ``tau``, ``w_hat``,
+    ``v``, ``w_new`` and the prox's inverses ``(n, d, d)`` and shifts ``(n, d)``.
+    """
+    inc = graph.incidence
+    structure = inc.data.nbytes + inc.indices.nbytes + inc.indptr.nbytes
+    n, e, f = graph.n_nodes, graph.n_edges, 8
+    products = 2 * structure + 2 * (n * dim * f + e * dim * f)
+    edge = structure + e * dim * f + 2 * e * 8 + 2 * e * dim * f + 2 * e * f
+    node = n * dim * f * 6 + n * f + n * dim * dim * f
+    return {"products": products, "solver": edge + node, "copy": 2 * e * dim * f}
+
+
+def interleaved_rounds(graph, solve, dim: int, rounds: int, k: int) -> dict:
+    """Per-iteration times of the solver, scipy's two products alone, and a copy (seconds).
+
+    Every round runs, in this order: the solver with ``n_iter=1`` and ``n_iter=k``; ``k``
+    times ``D @ x`` and ``D.T @ y`` on 2-D C-order arrays (``D.T`` the CSC view); ``k``
+    times the same column by column (``D.T`` a CSR copy); ``k`` copies of an ``(E, d)``
+    array.  Medians over the rounds, and the median of the per-round ratios.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    d_mat = graph.incidence
+    d_t, d_t_csr = d_mat.T, d_mat.T.tocsr()
+    x = rng.standard_normal((graph.n_nodes, dim))
+    y = rng.standard_normal((graph.n_edges, dim))
+    y_cols = np.asfortranarray(y)
+    src, dst = rng.standard_normal((graph.n_edges, dim)), np.empty((graph.n_edges, dim))
+
+    def products_2d():
+        d_mat @ x
+        d_t @ y
+
+    def products_columns():
+        for j in range(dim):  # over the coordinates
+            d_mat @ x[:, j]
+            d_t_csr @ y_cols[:, j]
+
+    def copy():
+        np.copyto(dst, src)
+
+    def per_call(fn) -> float:
+        t = time.perf_counter()
+        for _ in range(k):
+            fn()
+        return (time.perf_counter() - t) / k
+
+    times: dict[str, list[float]] = {"solver": [], "products_2d": [], "products_columns": [], "copy": []}
+    ratios = []
+    products_2d(), products_columns(), copy()  # warm-up
+    for _ in range(rounds):
+        t = time.perf_counter()
+        solve(1)
+        one = time.perf_counter() - t
+        t = time.perf_counter()
+        solve(k)
+        times["solver"].append(max(time.perf_counter() - t - one, 0.0) / (k - 1))
+        times["products_2d"].append(per_call(products_2d))
+        times["products_columns"].append(per_call(products_columns))
+        times["copy"].append(per_call(copy))
+        best = min(times["products_2d"][-1], times["products_columns"][-1])
+        ratios.append(times["solver"][-1] / best)
+    out = {name: statistics.median(values) for name, values in times.items()}
+    out["all"] = times
+    out["ratio"] = statistics.median(ratios)
+    out["ratio_2d"] = statistics.median(s / p for s, p in zip(times["solver"], times["products_2d"], strict=True))
+    out["ratio_columns"] = statistics.median(
+        s / p for s, p in zip(times["solver"], times["products_columns"], strict=True)
+    )
+    out["bytes"] = iteration_bytes(graph, dim)
+    out["k"] = k
     return out
 
 
@@ -303,6 +404,51 @@ def bar_lines(case: dict, res: dict, threads: int) -> list[str]:
         )
     else:
         lines.append(f"----  [{label}] no bar defined for this size")
+    rounds = res.get("rounds")
+    if rounds:
+        products = min(rounds["products_2d"], rounds["products_columns"])
+        verdict = "PASS" if rounds["ratio"] <= BAR_PRODUCTS_RATIO else "FAIL"
+        if case["nodes"] != BAR_LARGE_NODES:
+            verdict = "----"
+        lines.append(
+            f"{verdict}  [{label}] one iteration {1e3 * rounds['solver']:.2f} ms vs scipy's two "
+            f"products D @ x, D.T @ y alone {1e3 * products:.2f} ms: ratio {rounds['ratio']:.2f} "
+            f"(median of {len(rounds['all']['solver'])} interleaved rounds; bar <= "
+            f"{BAR_PRODUCTS_RATIO} at {BAR_LARGE_NODES} nodes)"
+        )
+    return lines
+
+
+def rounds_lines(case: dict, res: dict) -> list[str]:
+    """The interleaved solver / products / copy table of a sparse case."""
+    rounds = res.get("rounds")
+    if not rounds:
+        return []
+    b = rounds["bytes"]
+    rows = [
+        ("solver, one iteration", rounds["solver"], b["solver"], ""),
+        ("scipy D @ x + D.T @ y, 2-D (D.T CSC)", rounds["products_2d"], b["products"],
+         f"ratio solver / this {rounds['ratio_2d']:.2f}"),
+        ("scipy D @ x + D.T @ y, by column (D.T CSR)", rounds["products_columns"], b["products"],
+         f"ratio solver / this {rounds['ratio_columns']:.2f}"),
+        ("np.copyto of (E, d) float64", rounds["copy"], b["copy"], ""),
+    ]
+    copy_bw = b["copy"] / rounds["copy"]
+    lines = [
+        f"[{case['nodes']} nodes, {res['edges']} edges, d = {case['dim']}, {case['penalty']}] "
+        f"interleaved rounds: {len(rounds['all']['solver'])} x {rounds['k']} iterations/calls, medians",
+    ]
+    for name, secs, nbytes, note in rows:
+        bw = nbytes / secs
+        lines.append(
+            f"  {name:44s} {1e3 * secs:8.3f} ms  {nbytes / 2**20:7.1f} MiB  {bw / 1e9:6.1f} GB/s"
+            f"  ({100 * bw / copy_bw:5.1f} % of copy)  {note}"
+        )
+    products = min(rounds["products_2d"], rounds["products_columns"])
+    lines.append(
+        f"  ratio solver / faster products: median over the rounds {rounds['ratio']:.2f}, "
+        f"of the medians {rounds['solver'] / products:.2f}"
+    )
     return lines
 
 
@@ -327,7 +473,7 @@ def parent_main(args: argparse.Namespace) -> None:
     print(f"threads {args.threads} (set in {', '.join(THREAD_VARS)}); BLAS pools: {_blas_info()}")
     print(
         f"mode {'quick' if args.quick else 'full'}  sizes {','.join(map(str, args.sizes))}"
-        f"  repeats {args.repeats}  seed {args.seed}"
+        f"  repeats {args.repeats}  rounds {args.rounds}  seed {args.seed}"
     )
     print(
         f"SBM with 2 equal clusters; m_i = {SAMPLES_PER_NODE}, d = {DIM}, sampling fraction "
@@ -335,13 +481,13 @@ def parent_main(args: argparse.Namespace) -> None:
         f"{SMALL_GRAPH_MAX_NODES}: p_in 0.5, p_out 0.01; larger: mean degree ~{MEAN_DEGREE:g}"
         f" (p_in = 0.9*{MEAN_DEGREE:g}/(n/2), p_out = 0.1*{MEAN_DEGREE:g}/(n/2))"
     )
-    print("each case runs in a fresh subprocess; ms/iter = (median solve - solver setup) / iters")
+    print("each case runs in a fresh subprocess; ms/iter = (median solve K - median solve 1) / (K - 1)")
     print()
 
     header = format_row([name for name, _, _ in COLUMNS])
     print(header)
     print("-" * len(header))
-    verdicts = []
+    verdicts, details = [], []
     for case in make_cases(args):
         res = spawn_case(case, args.threads, args.timeout)
         if "error" in res:
@@ -350,7 +496,13 @@ def parent_main(args: argparse.Namespace) -> None:
             continue
         print(format_row([fmt(case, res) for _, _, fmt in COLUMNS]), flush=True)
         verdicts.extend(bar_lines(case, res, args.threads))
+        details.extend(rounds_lines(case, res))
     print()
+    if details:
+        print("Solver iteration against scipy's sparse products and a copy (bytes: see iteration_bytes)")
+        for line in details:
+            print("  " + line)
+        print()
     print("Performance bar (information only; never asserted):")
     for line in verdicts:
         print("  " + line)
@@ -385,7 +537,14 @@ def main(argv: list[str] | None = None) -> None:
         help="timed repeats per case, median reported (default 3; quick: 2)",
     )
     parser.add_argument(
-        "--iterations", type=int, default=None, help="override the iteration count of every case"
+        "--iterations", type=int, default=None, help="override the iteration count of every case (>= 2)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help=f"interleaved solver/products/copy rounds of the sparse cases (default {ROUNDS}; "
+        f"quick: {QUICK_ROUNDS}; 0: none)",
     )
     parser.add_argument("--seed", type=int, default=20240601, help="numpy default_rng seed")
     parser.add_argument(
@@ -405,6 +564,12 @@ def main(argv: list[str] | None = None) -> None:
         args.repeats = 2 if args.quick else 3
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
+    if args.rounds is None:
+        args.rounds = QUICK_ROUNDS if args.quick else ROUNDS
+    if args.rounds < 0:
+        parser.error("--rounds must be >= 0")
+    if args.iterations is not None and args.iterations < 2:
+        parser.error("--iterations must be >= 2")
     parent_main(args)
 
 

@@ -14,7 +14,10 @@ with the diagonal preconditioners ``T = diag(tau_i)``, ``Sigma = diag(sigma_e)``
 The primal step is pluggable (any :class:`~networkedfl.losses.LocalLoss`), the dual step
 is one of :data:`~networkedfl.penalties.PENALTIES`.  Every iteration is a handful of
 sparse and batched dense operations over all nodes and edges: there is no Python loop
-over nodes or edges.
+over nodes or edges.  ``D v`` is taken as two gathers (row ``e = {i, j}`` of ``D`` is
+``+1`` at ``i`` and ``-1`` at ``j``, eq. (6)) and, without a callback, the dual step works
+in place on ``u`` in buffers reused across iterations: the element-wise edge work then costs
+about as much as the two sparse products (``benchmarks/bench_primal_dual.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from scipy.sparse.linalg import splu
 
 from ..graphs import EmpiricalGraph, GraphError, GraphLike, as_graph
 from ..losses import LocalLoss
-from ..penalties import Penalty, get_penalty
+from ..penalties import Penalty, get_penalty, scale_rows
 from ..progress import show_progress, tqdm
 
 __all__ = [
@@ -54,7 +57,8 @@ DUAL_UPDATES = ("extrapolated", "doubled_difference")
 
 #: Up to this dimension the iteration keeps edge arrays column-major and takes products
 #: with the incidence matrix one coordinate at a time: the per-edge operations of the dual
-#: step then run on contiguous memory (about 1.5x faster per iteration for d = 2).
+#: step then run on contiguous memory.  ``d = 2`` (the SBM experiments) has its own layout,
+#: see :func:`_pair_view`.
 COLUMNWISE_MAX_DIM = 8
 
 
@@ -66,6 +70,58 @@ def _sparse_product(matrix, x: np.ndarray, columnwise: bool) -> np.ndarray:
     for k in range(x.shape[1]):  # over the d coordinates, not over nodes or edges
         out[:, k] = matrix @ x[:, k]
     return out
+
+
+def _pair_view(a: np.ndarray) -> np.ndarray:
+    """An ``(m, 2)`` C-order float array as ``m`` complex numbers ``a[:, 0] + 1j a[:, 1]`` (a view).
+
+    For ``d = 2`` the iteration keeps ``w`` and ``u`` in C order and reads their rows as
+    complex numbers: one gather moves a whole row (the rows of ``v`` are fetched once, not
+    once per coordinate), sums of rows are one pass, and ``D^T u`` is scipy's product with
+    the ``(E, 2)`` array, which reads the incidence structure once for both coordinates.
+    """
+    return a.view(np.complex128).ravel()
+
+
+class _IncidenceGathers:
+    """``z = u + Sigma D v`` (the argument of the dual prox, steps 5-8) without scipy.
+
+    Row ``e = {i, j}`` of the incidence matrix ``D`` (GTV eq. (6)) holds ``+1`` in column
+    ``i = edges[e, 0]`` and ``-1`` in column ``j = edges[e, 1]``, so ``(D v)_e = v_i - v_j``:
+    two gathers and a difference, cheaper than the generic sparse product, done in reused
+    buffers.  For ``d = 2`` one pass over the rows as complex numbers (:func:`_pair_view`),
+    otherwise one per coordinate of the column-major arrays.
+    """
+
+    def __init__(self, graph: EmpiricalGraph, sigma: np.ndarray, uniform_sigma: bool, pairs: bool):
+        self.head = np.ascontiguousarray(graph.edges[:, 0], dtype=np.intp)
+        self.tail = np.ascontiguousarray(graph.edges[:, 1], dtype=np.intp)
+        dtype = np.complex128 if pairs else np.float64
+        self.gathered = np.empty(graph.n_edges, dtype)
+        self.scratch = np.empty(graph.n_edges, dtype)
+        self.pairs = pairs
+        # Sigma multiplies the float view of the differences: one entry per coordinate
+        if uniform_sigma:
+            self.sigma = float(sigma[0])
+        else:
+            self.sigma = np.repeat(sigma, 2) if pairs else np.asarray(sigma, float)
+
+    def __call__(self, u: np.ndarray, v: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out = u + Sigma D v`` (``out`` may be ``u``)."""
+        if self.pairs:
+            columns = [(_pair_view(u), _pair_view(v), _pair_view(out))]
+        else:  # over the d coordinates, not over nodes or edges
+            columns = [(u[:, k], np.ascontiguousarray(v[:, k]), out[:, k]) for k in range(u.shape[1])]
+        diff, scratch = self.gathered, self.scratch
+        for u_k, v_k, out_k in columns:
+            # mode="clip": the indices are valid, and it spares numpy a buffered copy of out
+            np.take(v_k, self.head, out=diff, mode="clip")
+            np.take(v_k, self.tail, out=scratch, mode="clip")
+            np.subtract(diff, scratch, out=diff)  # (D v)_e = v_i - v_j
+            flat = diff.view(np.float64)
+            np.multiply(flat, self.sigma, out=flat)
+            np.add(u_k, diff, out=out_k)
+        return out
 
 
 @dataclass(frozen=True)
@@ -350,15 +406,17 @@ def gtv_primal_dual(
     if w.ndim != 2 or w.shape[0] != graph.n_nodes or (loss_dim is not None and w.shape[1] != int(loss_dim)):
         expected = f"({graph.n_nodes}, {loss_dim if loss_dim is not None else 'd'})"
         raise ValueError(f"w0 has shape {w.shape}, expected {expected} (nodes x parameter dimension)")
-    columnwise = w.shape[1] <= COLUMNWISE_MAX_DIM
+    d = w.shape[1]
+    pairs = d == 2  # rows as complex numbers, see _pair_view
+    columnwise = not pairs and d <= COLUMNWISE_MAX_DIM
     layout = "F" if columnwise else "C"
-    u = np.zeros((graph.n_edges, w.shape[1]), order=layout) if u0 is None else np.array(u0, float, order=layout)
-    if u.shape != (graph.n_edges, w.shape[1]):
-        raise ValueError(f"u0 has shape {u.shape}, expected {(graph.n_edges, w.shape[1])}")
+    u = np.zeros((graph.n_edges, d), order=layout) if u0 is None else np.array(u0, float, order=layout)
+    if u.shape != (graph.n_edges, d):
+        raise ValueError(f"u0 has shape {u.shape}, expected {(graph.n_edges, d)}")
 
     incidence = graph.incidence
-    # D^T: for one coordinate at a time a CSR copy (gather per node) is fastest; for many
-    # coordinates the CSC view (no copy), which streams over the edges and scatters.
+    # D^T: for one coordinate at a time a CSR copy (gather per node) is fastest; for rows of
+    # a C-order array the CSC view (no copy), which streams over the edges and scatters.
     incidence_t = incidence.T.tocsr() if columnwise else incidence.T
     if prox_tau is None:
         prox = loss.prox_operator(tau)
@@ -367,25 +425,41 @@ def gtv_primal_dual(
         if not np.all(np.isfinite(prox_tau)) or np.any(prox_tau <= 0):
             raise ValueError("prox_tau must be finite and positive")
         prox = loss.prox_operator(prox_tau)
-    tau_col = tau[:, None]
-    sigma_col = sigma[0] if np.all(sigma == sigma[0]) else sigma[:, None]  # scalar: no broadcast
+    neg_tau = -tau
+    uniform_sigma = sigma.size > 0 and bool(np.all(sigma == sigma[0]))
+    sigma_col = sigma[0] if uniform_sigma else sigma[:, None]  # scalar: no broadcast
+    # z = u + Sigma D v: two gathers per coordinate up to COLUMNWISE_MAX_DIM, else scipy
+    gathers = _IncidenceGathers(graph, sigma, uniform_sigma, pairs) if d <= COLUMNWISE_MAX_DIM else None
+    operator = getattr(penalty, "dual_prox_operator", None)
+    dual_prox = operator(sigma, radius) if operator is not None else (
+        lambda z: penalty.dual_prox(z, sigma, radius))
+    v = np.empty((graph.n_nodes, d), order=layout)  # 2 w_new - w (never handed out)
 
     gap = float("nan")
     converged = False
     feasible_map = None
     k = 0
     for k in tqdm(range(1, n_iter + 1), disable=not show_progress(progress), desc="primal-dual", leave=False):
-        # fresh temporaries updated in place: w and u may be held by the callback
+        # steps 2-3: w_hat = w - T D^T u (a fresh array, scaled in place)
         w_hat = _sparse_product(incidence_t, u, columnwise)
-        w_hat *= -tau_col
-        w_hat += w
-        w_new = prox(w_hat)  # steps 2-4
-        z = 2.0 * w_new
-        z -= w if extrapolation == 1.0 else extrapolation * w
-        z = _sparse_product(incidence, z, columnwise)
-        z *= sigma_col
-        z += u
-        u = penalty.dual_prox(z, sigma, radius)  # steps 5-8
+        scale_rows(w_hat, neg_tau, out=w_hat)
+        np.add(w_hat, w, out=w_hat)
+        w_new = prox(w_hat)  # step 4
+        # steps 5-8: u = prox_{Sigma g*}(u + Sigma D (2 w_new - w)).  The callback may hold
+        # w and u, so with one the dual step writes a fresh array; without one it works in
+        # place on u (w_new is the prox's fresh output either way).
+        np.multiply(w_new, 2.0, out=v)
+        np.subtract(v, w if extrapolation == 1.0 else extrapolation * w, out=v)
+        z = u if callback is None else np.empty_like(u)
+        if gathers is not None:
+            gathers(u, v, out=z)
+        else:
+            product = incidence @ v
+            product *= sigma_col
+            np.add(product, u, out=z)
+        u = dual_prox(z)
+        if not (u.flags.f_contiguous if columnwise else u.flags.c_contiguous):
+            u = np.array(u, order=layout)  # a penalty without the operator changed the layout
         w = w_new
         if callback is not None and callback(IterationState(k, w, u)):
             break
