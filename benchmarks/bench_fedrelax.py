@@ -91,6 +91,15 @@ class NodeLoop:
         return torch.stack([lin.weight.detach()[0] for lin in self.models])
 
 
+def setup(dtype: torch.dtype):
+    """The benchmark's network, batched problem and common start: ``(data, problem, init)``."""
+    data = clustered_data([N_PER_CLUSTER] * 3, 0.8, 0.2, DIM, M_LOCAL, 1, M_PUBLIC, 0.0,
+                          np.random.default_rng(0))
+    problem = linear_problem(data.graph, data.features, data.labels, data.public, dtype=dtype)
+    init = initial_weights(data.n_nodes, DIM, "uniform", 0, dtype=dtype)
+    return data, problem, init
+
+
 def median_seconds(run, repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -109,10 +118,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     dtype = getattr(torch, args.dtype)
-    data = clustered_data([N_PER_CLUSTER] * 3, 0.8, 0.2, DIM, M_LOCAL, 1, M_PUBLIC, 0.0,
-                          np.random.default_rng(0))
-    problem = linear_problem(data.graph, data.features, data.labels, data.public, dtype=dtype)
-    init = initial_weights(data.n_nodes, DIM, "uniform", 0, dtype=dtype)
+    data, problem, init = setup(dtype)
     print("FedRelax Algorithm 2 benchmark (networkedfl.algorithms.fedrelax_parametric)")
     print(f"python {platform.python_version()}  torch {torch.__version__}  threads "
           f"{torch.get_num_threads()}  {args.dtype}  platform {platform.platform()}")

@@ -32,6 +32,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -44,6 +45,7 @@ from networkedfl.experiments.graph_aware import mlp, synthetic_instance  # noqa:
 from networkedfl.pipeline.config import load_config  # noqa: E402
 
 TAU, LR = 5, 0.01
+CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
 
 
 def loop_dfl_sgd(model, data: ClientBatches, w_mix: torch.Tensor, params: torch.Tensor,
@@ -71,7 +73,25 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     dtype = getattr(torch, args.dtype)
-    config = load_config("config/config.yaml")
+    runs, n, model, data = make_runs(dtype)
+    print(f"{n} clients, P = {model.n_params}, {data.max_samples} samples each, tau = {TAU}, "
+          f"{args.dtype}, 1 thread; median of {args.repeats} x {args.rounds} rounds")
+    print(f"{'algorithm':<24}{'rounds/s':>10}{'ms/round':>10}")
+    for name, fn in runs.items():
+        rounds = max(2, args.rounds // 5) if "loop" in name else args.rounds
+        fn(2)
+        times = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            fn(rounds)
+            times.append((time.perf_counter() - t0) / rounds)
+        per = statistics.median(times)
+        print(f"{name:<24}{1 / per:>10.1f}{1000 * per:>10.1f}")
+
+
+def make_runs(dtype: torch.dtype):
+    """``(runs, n_clients, model, data)``: ``runs[name](n_rounds)`` runs that many rounds."""
+    config = load_config(CONFIG)
     params = config["experiments"]["gfl_fig10_3_synthetic"]
     spec = params["synthetic"]
     inst = synthetic_instance(spec, 0, config["seed"])
@@ -81,7 +101,7 @@ def main() -> None:
     graph = inst.graphs.train_graph
     init = model.initial_params(torch.Generator().manual_seed(0), dtype=dtype)
     n = data.n_clients
-    common = {"local_steps": TAU, "batch_size": None, "init": init, "generator": 0, "dtype": dtype}
+    common = {"local_steps": TAU, "batch_size": None, "init": init, "seed": 0, "dtype": dtype}
     bl = params["bigfl"]
     runs: dict[str, Callable[[int], object]] = {
         "fedavg_steps": lambda r: fedavg_steps(model, data, n_rounds=r, lr=LR, **common),
@@ -96,19 +116,7 @@ def main() -> None:
     w_mix, _ = mixing_operator(graph, dtype=dtype)
     start = init.expand(n, -1).clone()
     runs["dfl_sgd (python loop)"] = lambda r: loop_dfl_sgd(model, data, w_mix, start, r)
-    print(f"{n} clients, P = {model.n_params}, {data.max_samples} samples each, tau = {TAU}, "
-          f"{args.dtype}, 1 thread; median of {args.repeats} x {args.rounds} rounds")
-    print(f"{'algorithm':<24}{'rounds/s':>10}{'ms/round':>10}")
-    for name, fn in runs.items():
-        rounds = max(2, args.rounds // 5) if "loop" in name else args.rounds
-        fn(2)
-        times = []
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            fn(rounds)
-            times.append((time.perf_counter() - t0) / rounds)
-        per = statistics.median(times)
-        print(f"{name:<24}{1 / per:>10.1f}{1000 * per:>10.1f}")
+    return runs, n, model, data
 
 
 if __name__ == "__main__":

@@ -1,0 +1,165 @@
+"""benchmarks/run_all.py: the per-target job times from run logs, and the generated section.
+
+The benchmarks themselves are not run here (they time things; nothing about them is asserted).
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN_ALL = Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py"
+
+
+@pytest.fixture(scope="module")
+def run_all():
+    name = "benchmarks_run_all"
+    spec = importlib.util.spec_from_file_location(name, RUN_ALL)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(name, None)
+
+
+def _log(path: Path, *lines: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+
+
+R = "INFO networkedfl.pipeline.runner"
+W = "INFO networkedfl.workflow: wrote results/x.csv"
+
+
+def _fabricated_logs(root: Path) -> None:
+    # target a: two run jobs (span 10.5 s and 4 s) and one tuning job (span 0.01 s,
+    # compute 7 s: counts 7 s)
+    _log(root / "logs/run/a/fedavg/seed-0.log",
+         f"2026-11-25 00:00:00,000 {R}: running a, setting fedavg, seed 0",
+         f"2026-11-25 00:00:10,400 {R}: finished a/fedavg/seed-0: 10 rows in 10.4 s",
+         f"2026-11-25 00:00:10,500 {W}")
+    _log(root / "logs/run/a/local/seed-1.log",
+         f"2026-11-25 00:00:58,000 {R}: running a, setting local, seed 1",
+         "Traceback-free continuation line without a timestamp",
+         f"2026-11-25 00:01:02,000 {R}: finished a/local/seed-1: 3 rows in 3.9 s")
+    _log(root / "logs/tuning/a/fedavg/point-0.log",
+         f"2026-11-25 00:02:00,000 {R}: tuned a/fedavg point 0 (lr=0.1): validation loss 1.5 in 7.0 s",
+         f"2026-11-25 00:02:00,010 {W}")
+    # target b: one run job crossing midnight (span 30 s)
+    _log(root / "logs/run/b/mean/seed-0.log",
+         f"2026-11-24 23:59:45,000 {R}: running b, setting mean, seed 0",
+         f"2026-11-25 00:00:15,000 {R}: finished b/mean/seed-0: 2 rows in 29.5 s")
+    # target c: one tuning job of 2 s; an empty log and a log in the wrong place are ignored
+    _log(root / "logs/tuning/c/mean/point-0.log",
+         f"2026-11-25 01:00:00,000 {R}: tuned c/mean point 0 (): validation loss 2 in 2.0 s")
+    _log(root / "logs/run/c/empty.log")
+    _log(root / "logs/run/stray.log", f"2026-11-25 01:00:00,000 {R}: x in 99 s")
+    _log(root / "logs/tables/a.log", f"2026-11-25 01:00:00,000 {R}: table in 50 s")
+
+
+def test_target_times_sums_and_order(run_all, tmp_path):
+    _fabricated_logs(tmp_path)
+    targets = run_all.target_times(tmp_path)
+    assert [t.target for t in targets] == ["b", "a", "c"]
+    b, a, c = targets
+    assert a.jobs == 3 and b.jobs == 1 and c.jobs == 1
+    assert a.run_s == pytest.approx(10.5 + 4.0)
+    assert a.tuning_s == pytest.approx(7.0)
+    assert a.total_s == pytest.approx(21.5)
+    assert a.compute_s == pytest.approx(10.4 + 3.9 + 7.0)
+    assert b.run_s == pytest.approx(30.0) and b.tuning_s == 0
+    assert c.total_s == pytest.approx(2.0) and c.run_s == 0
+
+
+def test_render_lists_the_top_targets_and_the_total(run_all, tmp_path):
+    _fabricated_logs(tmp_path)
+    results = {
+        "quick": True, "elapsed_s": 1.0,
+        "machine": {"date": "2026-11-25 00:00 UTC", "platform": "p", "processor": "x",
+                    "cpu_count": 2, "cpu_usable": 2, "python": "3", "torch": "t",
+                    "numpy": "n", "scipy": "s", "torch_threads": 1},
+        "logs": {"workdir": str(tmp_path), "workdir_label": "w", "snakemake": [],
+                 "targets": [run_all.asdict(t) for t in run_all.target_times(tmp_path)]},
+    }
+    text = run_all.render(results, markdown=True)
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    assert [line.split("|")[1].strip() for line in lines[1:]] == ["b", "a", "c", "**total**"]
+    assert lines[-1].split("|")[2].strip() == "5"  # jobs
+    assert "53.5 s" in lines[-1]  # 30 + 21.5 + 2
+
+
+def test_snakemake_runs(run_all, tmp_path):
+    _log(tmp_path / ".snakemake/log/2026-11-24T142747.snakemake.log",
+         "  Command: snakemake all --cores 2", "Building DAG of jobs...",
+         "[Tue Nov 24 14:27:50 2026]", "1 of 3 steps (33%) done",
+         "[Tue Nov 24 14:28:03 2026]", "3 of 3 steps (100%) done",
+         "Elapsed time: 0:01:16.408004")
+    _log(tmp_path / ".snakemake/log/2026-11-24T150000.snakemake.log",
+         "Nothing to be done (all requested files are present and up to date).")
+    runs = run_all.snakemake_runs(tmp_path)
+    assert len(runs) == 1
+    assert runs[0]["command"] == "snakemake all --cores 2"
+    assert (runs[0]["done"], runs[0]["steps"]) == (3, 3)
+    assert runs[0]["elapsed_s"] == pytest.approx(76.408004)
+
+
+def test_parse_primal_dual_table(run_all):
+    out = "\n".join([
+        "GTV primal-dual benchmark",
+        "",
+        "  nodes     edges  mean deg   d  penalty  iters  ms/iter  sparse ms/iter  ratio",
+        "-------------------------------------------------------------------------------",
+        " 100000    999000      20.0   2   nlasso     20  31.0000          12.000   2.58",
+        "",
+        "two sparse products: 12.0 ms/iter, ratio 2.58, bandwidth 5.1 GB/s",
+        "total wall time 9.0 s",
+    ])
+    parsed = run_all.parse_primal_dual(out)
+    assert parsed["rows"] == [{"nodes": "100000", "penalty": "nlasso", "iters": "20",
+                               "ms/iter": "31.0000", "sparse ms/iter": "12.000",
+                               "ratio": "2.58"}]
+    assert parsed["lines"] == ["two sparse products: 12.0 ms/iter, ratio 2.58, bandwidth 5.1 GB/s"]
+
+
+def test_replace_section_keeps_the_rest(run_all, tmp_path):
+    readme = tmp_path / "README.md"
+    before = "# Title\n\nintro text\n\n"
+    after = "\n\n## Later\n\nmore text\n"
+    readme.write_text(f"{before}{run_all.BEGIN_MARKER}\nold table\n{run_all.END_MARKER}{after}")
+    run_all.write_markdown(readme, "| new | table |\n")
+    text = readme.read_text()
+    assert text == f"{before}{run_all.BEGIN_MARKER}\n| new | table |\n{run_all.END_MARKER}{after}"
+    run_all.write_markdown(readme, "second\n")  # idempotent markers: replaced again
+    assert readme.read_text() == f"{before}{run_all.BEGIN_MARKER}\nsecond\n{run_all.END_MARKER}{after}"
+    assert [p.name for p in tmp_path.iterdir()] == ["README.md"]  # no temporary left
+
+
+def test_file_without_markers_names_the_file(run_all, tmp_path):
+    readme = tmp_path / "NOTES.md"
+    readme.write_text("# no markers here\n")
+    with pytest.raises(run_all.MarkerError, match="NOTES.md"):
+        run_all.write_markdown(readme, "x\n")
+    assert readme.read_text() == "# no markers here\n"
+    only_begin = tmp_path / "HALF.md"
+    only_begin.write_text(f"a\n{run_all.BEGIN_MARKER}\nb\n")
+    with pytest.raises(run_all.MarkerError, match="HALF.md"):
+        run_all.write_markdown(only_begin, "x\n")
+    # the command checks the markers before it measures anything
+    with pytest.raises(run_all.MarkerError, match="NOTES.md"):
+        run_all.main(["--markdown", str(readme), "--only", "logs", "--workdir", str(tmp_path)])
+
+
+def test_parse_primal_dual_error_lines_are_shortened(run_all):
+    out = "\n".join([
+        "  nodes  penalty  ms/iter",
+        "-------------------------",
+        ' 100000   nlasso  ERROR: child exited with code 1:   File "x.py", line 3 | '
+        "ValueError: n_iter must be a positive integer, got 0",
+    ])
+    parsed = run_all.parse_primal_dual(out)
+    assert parsed["rows"] == []
+    assert parsed["lines"] == [
+        "100000 nlasso  ERROR: ValueError: n_iter must be a positive integer, got 0"]
