@@ -252,6 +252,7 @@ def _ifca(inst: Instance, params: Params, rng: np.random.Generator):
         ClientData.from_node_data(inst.data),
         n_clusters=n_clusters, n_rounds=int(spec.get("rounds", 300)), lr=float(spec.get("lr", 0.1)),
         aggregation=spec.get("aggregation", "cluster"), participants=inst.mask, seed=rng,
+        device=params.get("device", "cpu"),
     )
     w = result.client_params.cpu().numpy()
     return linear_predictions(inst.data, w), w

@@ -88,8 +88,9 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
         int(spec["dim"]), int(spec["n_classes"]), float(spec["separation"]), data_rng)
     model = softmax_regression(int(spec["dim"]), int(spec["n_classes"]))
     clients = ClientData.from_arrays(x, y)
-    test_x = torch.as_tensor(x_test)[None]
-    test_y = torch.as_tensor(y_test)[None]
+    device = torch.device(params.get("device", "cpu"))
+    test_x = torch.as_tensor(x_test, device=device)[None]
+    test_y = torch.as_tensor(y_test, device=device)[None]
 
     def evaluate(state):
         # every model held (clients for gossip, the server's for client-server) on the test set
@@ -101,7 +102,7 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
 
     common = {"n_rounds": int(params["rounds"]), "lr": float(params["lr"]),
               "seed": rng_for(base_seed, experiment_id, seed, setting),
-              "callback": evaluate, "device": params.get("device", "cpu")}
+              "callback": evaluate, "device": device}
     if run["method"] == "fedsgd":
         result = fedsgd(model, clients, **common)
     elif run["method"] == "fedavg":
@@ -135,9 +136,10 @@ def run_lecture_table(params: Params, setting: str, seed: int, base_seed: int, *
     rng = rng_for(base_seed, experiment_id, seed)
     x, y, _, _ = gaussian_mixture_classification(3, 20, 1, 4, 3, 3.0, rng)
     model, clients = softmax_regression(4, 3), ClientData.from_arrays(x, y)
-    runs = {"FedSGD": fedsgd(model, clients, n_rounds=1, lr=0.1, seed=rng),
+    device = params.get("device", "cpu")
+    runs = {"FedSGD": fedsgd(model, clients, n_rounds=1, lr=0.1, seed=rng, device=device),
             "FedAvg": fedavg(model, clients, n_rounds=1, local_epochs=1, batch_size=5, lr=0.1,
-                             seed=rng)}
+                             seed=rng, device=device)}
     for method, result in runs.items():
         records.append({"method": method, "metric": "run_log_upload",
                         "value": result.log[0]["upload"], "seed": seed})
