@@ -163,7 +163,7 @@ def run(mutation: Mutation, mutate: bool = True) -> tuple[str, float, str]:
             path.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(root / "src")}
         start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "", "-p", "no:cacheprovider",
                                *mutation.tests], cwd=root, env=env, capture_output=True, text=True)
         elapsed = time.monotonic() - start
         failures = "\n".join(line for line in proc.stdout.splitlines() if line.startswith(("FAILED", "ERROR", "E  ")))
