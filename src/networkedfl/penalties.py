@@ -187,14 +187,14 @@ class L1Penalty:
     def dual_prox_operator(self, step, radius):
         r = np.asarray(radius, float)
         neg_r = -r
-        repeated: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # pairs: the bounds per entry
+        bounds = None  # for (E, 2) pairs: the bounds of every entry, made on first use
 
         def prox(z):  # clip to [-r_e, r_e] in place
+            nonlocal bounds
             if _is_pairs(z) and r.shape == z.shape[:1]:
-                if "bounds" not in repeated:
-                    hi = np.repeat(r, 2)
-                    repeated["bounds"] = hi, -hi
-                hi, lo = repeated["bounds"]
+                if bounds is None:
+                    bounds = np.repeat(r, 2), np.repeat(neg_r, 2)
+                hi, lo = bounds
                 flat = z.reshape(-1)  # a view: one pass per bound instead of one per column
                 np.minimum(flat, hi, out=flat)
                 np.maximum(flat, lo, out=flat)
@@ -226,7 +226,7 @@ class NLassoPenalty:
         floor = np.maximum(r, np.finfo(float).tiny)
         norms = np.empty(r.shape)
 
-        def prox(z):  # z_e * min(1, r_e / ||z_e||) in place: three passes over the edges
+        def prox(z):  # z_e * min(1, r_e / ||z_e||), in place on z
             factor = _ball_factor(row_norms(z, out=norms if norms.shape == z.shape[:1] else None), r, floor)
             return scale_rows(z, factor, out=z)
 
