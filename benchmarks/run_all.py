@@ -43,7 +43,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -515,18 +514,12 @@ def replace_section(text: str, section: str, name: str = "<text>") -> str:
 
 
 def write_markdown(path: Path, section: str) -> None:
-    """Replace the generated section of ``path``, atomically (temporary file + rename)."""
+    """Replace the generated section of ``path``, atomically (the pipeline's writer)."""
+    from networkedfl.pipeline.io import atomic_write
+
     path = Path(path)
     new = replace_section(path.read_text(encoding="utf-8"), section, str(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(new)
-        os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda tmp: Path(tmp).write_text(new, encoding="utf-8"))
 
 
 # ---------------------------------------------------------------------------------------

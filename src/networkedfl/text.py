@@ -320,7 +320,7 @@ def cooccurrence_matrix(
         weight = 1.0 if weighting == "uniform" else 1.0 / k
         if dense:  # one pass over the pairs: counts of the flat index a V + b
             counts = np.bincount(a * vocab_size + b, minlength=vocab_size * vocab_size)
-            total += counts if weighting == "uniform" else weight * counts
+            total += weight * counts  # exact for the uniform weight 1
         else:
             block = sp.coo_matrix((np.full(a.shape, weight), (a, b)), shape=(vocab_size, vocab_size)).tocsr()
             total = total + block + block.T

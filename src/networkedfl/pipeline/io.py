@@ -25,16 +25,17 @@ __all__ = ["PAUSE_ENV", "atomic_write", "keep_previous", "previous_path", "write
 PAUSE_ENV = "NETWORKEDFL_TEST_WRITE_PAUSE"
 
 
-def _writer_tag() -> str:
-    return f"{socket.gethostname().replace('.', '_')}-{os.getpid()}"
+def _temporary_prefix(path: Path) -> str:
+    """``.<name>.<host>-``: the start of every temporary of ``path`` written on this host."""
+    return f".{path.name}.{socket.gethostname().replace('.', '_')}-"
 
 
 def _remove_stale_temporaries(path: Path) -> None:
     """Remove temporaries of ``path`` left by writers on this host that no longer run
     (a SIGKILL gives no chance to clean up); a live writer's temporary is left alone."""
-    host = socket.gethostname().replace(".", "_")
-    for tmp in path.parent.glob(f".{path.name}.{host}-*.tmp"):
-        pid = tmp.name[len(f".{path.name}.{host}-"):].split(".", 1)[0]
+    prefix = _temporary_prefix(path)
+    for tmp in path.parent.glob(f"{prefix}*.tmp"):
+        pid = tmp.name[len(prefix):].split(".", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
         try:
@@ -64,7 +65,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_writer_tag()}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{_temporary_prefix(path)}{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         shared_file_mode(tmp)
