@@ -35,8 +35,8 @@ import torch  # noqa: E402
 
 from networkedfl.algorithms.fedavg import fedavg  # noqa: E402
 from networkedfl.algorithms.ifca import ifca  # noqa: E402
-from networkedfl.data import cluster_weights_per_node, linear_model_data  # noqa: E402
-from networkedfl.models import ClientData, FlatModel, linear_regression  # noqa: E402
+from networkedfl.gtv import cluster_weights_per_node, linear_model_data  # noqa: E402
+from networkedfl.nn import ClientData, FlatModel, linear_regression  # noqa: E402
 
 N_CLIENTS, DIM, SAMPLES = 150, 50, 100
 LR, BATCH = 0.01, 10

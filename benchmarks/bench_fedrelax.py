@@ -4,7 +4,7 @@ Setting (FedRelax Sec. IV-A, Fig. 1a at d/m = 5): 150 nodes in 3 SBM clusters of
 (p_in 0.8, p_out 0.2, about 59 neighbours per node), d = 50, m_i = 10 local points and
 m' = 100 public points per node, alpha = 0.05, RMSprop lr 0.01, one thread.
 
-* ``batched``: :func:`networkedfl.algorithms.fedrelax_parametric.fedrelax_linear`, the whole
+* ``batched``: :func:`networkedfl.fedrelax.fedrelax_linear`, the whole
   network as one ``(150, 50)`` weight tensor: one batched ``[M_i | G_i]`` product, one
   product with the adjacency and one ``torch.optim.RMSprop`` step per iteration.
 * ``loop``: the same update written the usual way (only here, for comparison): one
@@ -39,12 +39,13 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from networkedfl.algorithms.fedrelax_parametric import (  # noqa: E402
+from networkedfl.fedrelax import (  # noqa: E402  # noqa: E402
+    FedRelaxData,
+    clustered_data,
     fedrelax_linear,
     initial_weights,
     linear_problem,
 )
-from networkedfl.fedrelax_data import FedRelaxData, clustered_data  # noqa: E402
 
 N_PER_CLUSTER, DIM, M_LOCAL, M_PUBLIC, ALPHA, LR = 50, 50, 10, 100, 0.05, 0.01
 
@@ -119,7 +120,7 @@ def main() -> None:
     torch.set_num_threads(1)
     dtype = getattr(torch, args.dtype)
     data, problem, init = setup(dtype)
-    print("FedRelax Algorithm 2 benchmark (networkedfl.algorithms.fedrelax_parametric)")
+    print("FedRelax Algorithm 2 benchmark (networkedfl.fedrelax._parametric)")
     print(f"python {platform.python_version()}  torch {torch.__version__}  threads "
           f"{torch.get_num_threads()}  {args.dtype}  platform {platform.platform()}")
     print(f"{data.n_nodes} nodes, {data.graph.n_edges} edges (mean degree "

@@ -37,11 +37,11 @@ from pathlib import Path  # noqa: E402
 import torch  # noqa: E402
 
 from networkedfl.algorithms.bigfl import bigfl  # noqa: E402
-from networkedfl.algorithms.client_batches import ClientBatches  # noqa: E402
 from networkedfl.algorithms.dfl import dfl_gt, dfl_sgd, mixing_operator  # noqa: E402
 from networkedfl.algorithms.fedavg_steps import fedavg_steps  # noqa: E402
 from networkedfl.algorithms.fesem import fesem  # noqa: E402
-from networkedfl.experiments.graph_aware import mlp, synthetic_instance  # noqa: E402
+from networkedfl.experiments.gfl.synthetic import mlp, synthetic_instance  # noqa: E402
+from networkedfl.nn import ClientBatches  # noqa: E402
 from networkedfl.pipeline.config import load_config  # noqa: E402
 
 TAU, LR = 5, 0.01

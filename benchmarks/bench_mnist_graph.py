@@ -4,7 +4,7 @@
    nodes x 400 training images = 40,000 MNIST images (the issue's bar: 100 nodes x 400
    images in under 2 minutes on 2 cores).  Stages, as the rules ``mnist_tsne``,
    ``mnist_kl`` and ``learn_mnist_graph`` run them
-   (:func:`networkedfl.experiments.gtv_mnist_graph.build_mnist_graph` with the default
+   (:func:`networkedfl.experiments.gtv.mnist_graph.build_mnist_graph` with the default
    config's spec):
 
    * ``load``: reading the IDX files and partitioning them into the nodes' datasets;
@@ -15,7 +15,7 @@
 2. Training 100 networks (40) at once (784 -> h = 1 -> 2, 400 images each):
 
    * one inexact proximal update of Alg. 1 (40 RMSprop steps of the batched network, all
-     nodes together; :class:`networkedfl.losses_neural.InexactProxCrossEntropy`), for 1
+     nodes together; :class:`networkedfl.nn.InexactProxCrossEntropy`), for 1
      and 5 replicas of the nodes (gtv_fig05 solves 5 values of lambda together);
    * one epoch of local momentum SGD (batch 100, the ``local_sgd`` baseline, one
      ``vmap(grad(...))`` call per mini-batch over all nodes).
@@ -79,8 +79,8 @@ def main() -> None:
     import torch
 
     from networkedfl.datasets.mnist import load_mnist
-    from networkedfl.experiments.gtv_mnist import MnistProblem
-    from networkedfl.experiments.gtv_mnist_graph import build_mnist_graph
+    from networkedfl.experiments.gtv.mnist import MnistProblem
+    from networkedfl.experiments.gtv.mnist_graph import build_mnist_graph
     from networkedfl.pipeline.config import load_config
 
     torch.set_num_threads(args.torch_threads)
@@ -99,7 +99,7 @@ def main() -> None:
     split = load_mnist(_mnist_dir(), "train")
     load_s = time.perf_counter() - start
     if args.skip_graph:
-        from networkedfl.experiments.gtv_mnist_graph import MnistGraph, partition_mnist
+        from networkedfl.experiments.gtv.mnist_graph import MnistGraph, partition_mnist
 
         rng = np.random.default_rng(0)
         idx, node_cluster = partition_mnist(split.labels, spec["clusters"], args.nodes_per_cluster,
@@ -127,8 +127,7 @@ def main() -> None:
     if args.skip_training:
         return
     from networkedfl.algorithms.local_momentum import local_momentum_sgd
-    from networkedfl.losses_neural import InexactProxCrossEntropy
-    from networkedfl.models import ClientData
+    from networkedfl.nn import ClientData, InexactProxCrossEntropy
 
     problem = MnistProblem(graph, split.images, split.labels, 1, torch.float32, "cpu")
     net = problem.network

@@ -158,10 +158,14 @@ def run_case(case: dict) -> dict:
     t0 = time.perf_counter()
     import numpy as np
 
-    from networkedfl.algorithms.primal_dual import gtv_primal_dual
-    from networkedfl.data import cluster_weights_per_node, linear_model_data, sampling_mask
     from networkedfl.graphs import stochastic_block_model
-    from networkedfl.losses import SquaredErrorLoss
+    from networkedfl.gtv import (
+        SquaredErrorLoss,
+        cluster_weights_per_node,
+        gtv_primal_dual,
+        linear_model_data,
+        sampling_mask,
+    )
 
     out: dict = {"import_s": time.perf_counter() - t0, "rss_import_mib": _maxrss_mib()}
 

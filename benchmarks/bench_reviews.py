@@ -6,7 +6,7 @@ clients, one BiG-FL lower-level gradient, one BiG-FL hyper-gradient (10.20) with
 terms, and one evaluation of the test loss; then the projected time of one job per method.
 The gradients and the evaluation are timed on both data layouts of the NPLM, measured in
 the same run: the windows (logits once per token) and the word-pair counts the target uses
-(:class:`~networkedfl.language_model.WordPairCounts`, logits once per distinct input word),
+(:class:`~networkedfl.nn.WordPairCounts`, logits once per distinct input word),
 with their ratio.  Figures only: nothing is asserted.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_reviews.py                  # vocab 1000
@@ -30,15 +30,14 @@ from networkedfl.algorithms.bigfl import (
     negative_samples,
     normalized_adjacency,
 )
-from networkedfl.algorithms.client_batches import ClientBatches, batch_gradients
 from networkedfl.datasets.reviews import DOMAINS, read_review_file, review_files
-from networkedfl.experiments.gfl_reviews_nlp import (
+from networkedfl.experiments.gfl.reviews_nlp import (
     _Evaluator,
     _hidden_projection,
     _padded,
     prepare_review_task,
 )
-from networkedfl.language_model import NextWordBatches, NPLMLayout, nplm
+from networkedfl.nn import ClientBatches, NextWordBatches, NPLMLayout, batch_gradients, nplm
 from networkedfl.pipeline.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]

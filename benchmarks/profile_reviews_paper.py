@@ -46,8 +46,8 @@ def main() -> None:
 
     import torch
 
-    from networkedfl.experiments.gfl_reviews import corpus_inputs
-    from networkedfl.experiments.gfl_reviews_nlp import run_review_nlp
+    from networkedfl.experiments.gfl.reviews import corpus_inputs
+    from networkedfl.experiments.gfl.reviews_nlp import run_review_nlp
 
     overrides = {} if args.device is None else {"device": args.device}
     params, base_seed = params_for(args.profile, overrides)

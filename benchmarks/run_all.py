@@ -242,7 +242,7 @@ def ratio_fedavg(quick: bool) -> Ratio:
 
     bb = _import_bench("bench_baselines")
     from networkedfl.algorithms.fedavg import fedavg
-    from networkedfl.models import linear_regression
+    from networkedfl.nn import linear_regression
 
     data, model = bb.make_data(), linear_regression(bb.DIM)
     rb, rl, reps = (5, 1, 3) if quick else (20, 3, 5)
@@ -259,7 +259,7 @@ def ratio_fedrelax(quick: bool) -> Ratio:
     import torch
 
     bf = _import_bench("bench_fedrelax")
-    from networkedfl.algorithms.fedrelax_parametric import fedrelax_linear
+    from networkedfl.fedrelax import fedrelax_linear
 
     data, problem, init = bf.setup(torch.float32)
     loop = bf.NodeLoop(data, init, torch.float32)
@@ -515,7 +515,7 @@ def replace_section(text: str, section: str, name: str = "<text>") -> str:
 
 def write_markdown(path: Path, section: str) -> None:
     """Replace the generated section of ``path``, atomically (the pipeline's writer)."""
-    from networkedfl.pipeline.io import atomic_write
+    from networkedfl.io import atomic_write
 
     path = Path(path)
     new = replace_section(path.read_text(encoding="utf-8"), section, str(path))

@@ -50,7 +50,7 @@ def input_root(repo, test_config, tmp_path_factory) -> Path:
     """A working directory holding every dataset as the download rules leave it, fetched
     from the vendored copies (offline): targets that read data run against it."""
     from networkedfl.datasets import DATASETS, fetch_dataset
-    from networkedfl.pipeline.paths import Paths, vendored_dataset
+    from networkedfl.io import Paths, vendored_dataset
 
     root = tmp_path_factory.mktemp("workdir")
     for name, dataset in DATASETS.items():
@@ -58,7 +58,7 @@ def input_root(repo, test_config, tmp_path_factory) -> Path:
     # cached artefacts, as the three graph rules build them (same package functions)
     graphs = test_config.get("mnist_graphs", {})
     if graphs:
-        from networkedfl.experiments.gtv_mnist_graph import (
+        from networkedfl.experiments.gtv.mnist_graph import (
             build_mnist_graph,
             graph_file,
             save_mnist_graph,

@@ -22,9 +22,9 @@ from networkedfl.algorithms.gossip import (
 from networkedfl.algorithms.ifca import ifca
 from networkedfl.algorithms.local import local_training
 from networkedfl.algorithms.local_sgd import local_sgd
-from networkedfl.data import NodeData
 from networkedfl.graphs import EmpiricalGraph, stochastic_block_model
-from networkedfl.models import (
+from networkedfl.gtv import NodeData
+from networkedfl.nn import (
     ClientData,
     client_gradients,
     client_losses,

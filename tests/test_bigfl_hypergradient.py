@@ -25,9 +25,9 @@ from networkedfl.algorithms.bigfl import (
     normalized_adjacency,
     upper_loss,
 )
-from networkedfl.algorithms.client_batches import ClientBatches
-from networkedfl.experiments.graph_aware import mlp
+from networkedfl.experiments.gfl.synthetic import mlp
 from networkedfl.graphs import ring
+from networkedfl.nn import ClientBatches
 
 DT = torch.float64
 N, M = 5, 6                      # clients, samples per client

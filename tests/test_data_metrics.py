@@ -6,18 +6,16 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from networkedfl.data import (
+from networkedfl.gtv import (
     NodeData,
     cluster_weights_per_node,
-    linear_model_data,
-    perturb_weights,
-    sampling_mask,
-)
-from networkedfl.metrics import (
     label_mse,
+    linear_model_data,
     linear_predictions,
     parameter_mse,
     per_node_parameter_error,
+    perturb_weights,
+    sampling_mask,
 )
 
 # ---------------------------------------------------------------- linear model data

@@ -14,7 +14,7 @@ from networkedfl.algorithms.fedavg import fedavg
 from networkedfl.algorithms.local import local_training
 from networkedfl.experiments.tuning import evaluate_point
 from networkedfl.graphs import ring
-from networkedfl.models import ClientData, linear_regression
+from networkedfl.nn import ClientData, linear_regression
 
 
 def _data(n=4, m=6, d=2, seed=0):

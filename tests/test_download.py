@@ -37,7 +37,7 @@ from networkedfl.datasets import (
     file_digests,
     get_dataset,
 )
-from networkedfl.pipeline.paths import vendored_dataset
+from networkedfl.io import vendored_dataset
 
 MNIST = get_dataset("mnist")
 SMALL = "t10k-labels-idx1-ubyte.gz"  # 4.5 kB
@@ -175,7 +175,7 @@ def test_download_over_http_verifies_and_places_the_file(server, tmp_path):
 def test_placed_files_get_the_umask_mode_not_the_temporary_files_0600(server, tmp_path, umask):
     """Downloads and every pipeline output (atomic_write) are renamed from mkstemp files
     (0600); colleagues on a shared cluster must be able to read them under umask 022."""
-    from networkedfl.pipeline.io import atomic_write, write_csv
+    from networkedfl.io import atomic_write, write_csv
 
     base, _ = server
     old = os.umask(umask)

@@ -13,12 +13,15 @@ from sklearn.exceptions import NotFittedError
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils import estimator_checks as checks
 
-from networkedfl.algorithms import GTVRegressor, gtv_primal_dual
-from networkedfl.algorithms.fedrelax import FedRelax
-from networkedfl.data import NodeData, linear_model_data
-from networkedfl.fedrelax_data import clustered_data
+from networkedfl.fedrelax import FedRelax, clustered_data
 from networkedfl.graphs import stochastic_block_model
-from networkedfl.losses import SquaredErrorLoss
+from networkedfl.gtv import (
+    GTVRegressor,
+    NodeData,
+    SquaredErrorLoss,
+    gtv_primal_dual,
+    linear_model_data,
+)
 
 APPLICABLE = [
     checks.check_estimator_cloneable,

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from networkedfl.experiments import EXPERIMENTS, get_experiment, rng_for
-from networkedfl.experiments.gtv_linear import build_instance, grid_points
+from networkedfl.experiments.gtv.linear import build_instance, grid_points
 from networkedfl.pipeline.runner import (
     collect_tables,
     evaluate_claims,
@@ -78,7 +78,7 @@ def _highdim_params(**extra):
 
 
 def test_equal_clusters_random_weights_and_last_nodes_unsampled():
-    from networkedfl.experiments.gtv_linear import n_iter_for
+    from networkedfl.experiments.gtv.linear import n_iter_for
 
     params = _highdim_params()
     inst = build_instance(params, {"p_out": 0.0, "sigma": 0.0, "n_clusters": 3}, np.random.default_rng(4))
@@ -94,7 +94,7 @@ def test_equal_clusters_random_weights_and_last_nodes_unsampled():
 
 
 def test_baseline_registry_runs_every_method_on_a_small_instance():
-    from networkedfl.experiments.gtv_linear import BASELINES
+    from networkedfl.experiments.gtv.linear import BASELINES
 
     params = _highdim_params(ifca={"rounds": 30, "lr": 0.1})
     inst = build_instance(params, {"p_out": 0.0, "sigma": 0.0, "n_clusters": 2}, np.random.default_rng(5))
@@ -118,7 +118,7 @@ def test_ring_graph():
 
 
 def test_lecture_table_claims_detect_a_changed_cell():
-    from networkedfl.experiments.lecture import lecture_table_claims
+    from networkedfl.experiments.lecture.runs import lecture_table_claims
 
     table = run_job({"seed": 1, "experiments": {"lecture_table1_fedsgd_fedavg": {"repetitions": 1}}},
                     "lecture_table1_fedsgd_fedavg", "all", 0)

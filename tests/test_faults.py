@@ -2,7 +2,7 @@
 
 Each test runs the real Snakemake workflow in a scratch directory on the small star-graph
 sweep (gtv_fig13_star_lambda).  The interruption tests stop a job in the middle of writing
-an output through the writers' fault-injection pause (``networkedfl.pipeline.io.PAUSE_ENV``);
+an output through the writers' fault-injection pause (``networkedfl.io.PAUSE_ENV``);
 ``tests/mutations.py`` checks that they fail when the atomic writer or the default
 profile's ``rerun-incomplete`` is taken away.
 """
@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from networkedfl.pipeline.io import PAUSE_ENV
+from networkedfl.io import PAUSE_ENV
 
 pytestmark = pytest.mark.pipeline
 

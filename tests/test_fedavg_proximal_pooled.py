@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 from sklearn.tree import DecisionTreeRegressor
 
-from networkedfl.algorithms.fedavg_proximal import fedavg_proximal
-from networkedfl.algorithms.pooled import (
+from networkedfl.graphs import ring
+from networkedfl.gtv import (
+    NodeData,
     PooledFit,
+    SquaredErrorLoss,
+    fedavg_proximal,
     pooled_linear_regression,
     pooled_per_group,
     pooled_tree,
 )
-from networkedfl.data import NodeData
-from networkedfl.graphs import ring
-from networkedfl.losses import SquaredErrorLoss
 
 # ---------------------------------------------------------------- helpers and references
 

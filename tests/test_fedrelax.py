@@ -8,29 +8,28 @@ from sklearn.linear_model import LinearRegression
 from sklearn.neighbors import KNeighborsRegressor
 from sklearn.tree import DecisionTreeRegressor
 
-from networkedfl.algorithms.fedrelax import FedRelax, accepts_sample_weight, fedrelax, predict_nodes
-from networkedfl.algorithms.fedrelax_parametric import (
+from networkedfl.fedrelax import (
+    FedRelax,
+    accepts_sample_weight,
+    algebraic_connectivity,
+    clustered_data,
+    error_tolerance,
+    fedrelax,
     fedrelax_linear,
     fixed_point,
     initial_weights,
+    largest_remainder,
     linear_problem,
+    mixture_similarity,
     node_gradients,
     node_objectives,
-)
-from networkedfl.fedrelax_analysis import (
-    algebraic_connectivity,
-    error_tolerance,
+    noniid_data,
+    predict_nodes,
+    softmax,
     validation_mse,
     variation,
     variation_bound,
     weight_mse,
-)
-from networkedfl.fedrelax_data import (
-    clustered_data,
-    largest_remainder,
-    mixture_similarity,
-    noniid_data,
-    softmax,
 )
 from networkedfl.graphs import EmpiricalGraph, ring, stochastic_block_model
 
@@ -335,7 +334,7 @@ def test_bad_inputs_are_named():
 
 
 def test_tree_and_linear_claims_read_the_table():
-    from networkedfl.experiments.fedrelax import dm_ratio_claims
+    from networkedfl.experiments.fedrelax.runs import dm_ratio_claims
 
     rows = []
     for r, local, fed in ((0.2, 1e-4, 1e-2), (1.0, 0.5, 0.2), (5.0, 0.9, 0.5)):
@@ -356,7 +355,7 @@ def test_baselines_tuning_run_scores_fedrelax_on_validation_points_and_never_rea
     plots against) are replaced by NaN, while the plotted path does read them."""
     import dataclasses
 
-    import networkedfl.experiments.fedrelax as fr
+    import networkedfl.experiments.fedrelax.runs as fr
     from networkedfl.experiments.tuning import final_value, grid_points, tuning_params
 
     target = "fedrelax_fig01c_baselines"
@@ -384,7 +383,7 @@ def test_baselines_predict_the_mean_reference_is_the_zero_model(test_config):
     """Fig. 1c's predict-the-mean reference: w = 0, whose MSE(w) (18) is the mean square of
     the true weights; recorded at the first and last iteration, and every method must end
     below it ([reference] claim)."""
-    import networkedfl.experiments.fedrelax as fr
+    import networkedfl.experiments.fedrelax.runs as fr
 
     target = "fedrelax_fig01c_baselines"
     params = {**test_config["experiments"][target], "methods": ["mean", "local"]}
@@ -401,7 +400,7 @@ def test_baselines_predict_the_mean_reference_is_the_zero_model(test_config):
 
 
 def test_baselines_reference_claim_fails_when_a_method_ends_above_the_mean():
-    from networkedfl.experiments.fedrelax import baselines_claims
+    from networkedfl.experiments.fedrelax.runs import baselines_claims
 
     finals = {"fedrelax": 0.5, "local": 0.9, "oracle": 0.1, "fedavg": 0.8, "ifca_correct": 0.15,
               "ifca_incorrect": 0.7, "mean": 1.0}

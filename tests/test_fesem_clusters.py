@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 
-from networkedfl.algorithms.client_batches import ClientBatches
 from networkedfl.algorithms.fesem import (
     assign_nearest,
     centre_distances,
@@ -22,9 +21,9 @@ from networkedfl.algorithms.fesem import (
     fesem,
     kmeans,
 )
-from networkedfl.experiments.graph_aware import SYNTHETIC_ID, _adjusted_rand, mlp
+from networkedfl.experiments.gfl.synthetic import SYNTHETIC_ID, _adjusted_rand, mlp
 from networkedfl.experiments.registry import rng_for
-from networkedfl.models import make_generator
+from networkedfl.nn import ClientBatches, make_generator
 from networkedfl.pipeline.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]

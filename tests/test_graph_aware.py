@@ -14,7 +14,6 @@ from networkedfl.algorithms.bigfl import (
     normalized_adjacency,
     upper_loss,
 )
-from networkedfl.algorithms.client_batches import ClientBatches, inverse_sqrt
 from networkedfl.algorithms.dfl import (
     check_doubly_stochastic,
     dfl_gt,
@@ -27,7 +26,14 @@ from networkedfl.algorithms.fedavg_steps import fedavg_steps
 from networkedfl.algorithms.fesem import fesem
 from networkedfl.algorithms.gossip import MIXING_RULES, mixing_matrix
 from networkedfl.graphs import EmpiricalGraph, ring, star, stochastic_block_model
-from networkedfl.models import ClientData, from_module, linear_regression, squared_error
+from networkedfl.nn import (
+    ClientBatches,
+    ClientData,
+    from_module,
+    inverse_sqrt,
+    linear_regression,
+    squared_error,
+)
 
 
 def complete_graph(n: int) -> EmpiricalGraph:
@@ -125,7 +131,7 @@ def test_dfl_sgd_chapter_order_is_mix_plus_gradient_at_the_unmixed_point():
     batches = ClientBatches.from_client_data(data)
     it = dfl_iterates(model, batches, w, n_steps=3, local_steps=2, lr=0.1, batch_size=None,
                       params=params)
-    from networkedfl.models import client_gradients
+    from networkedfl.nn import client_gradients
     theta = params
     for t, state in enumerate(it):
         grad = client_gradients(model, theta, data.features, data.targets, data.sample_weights)

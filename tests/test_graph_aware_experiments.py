@@ -5,8 +5,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from scipy.spatial.distance import cdist
 
-from networkedfl.experiments.graph_aware import (
+from networkedfl.datasets import (
+    CHAPTER_INPUT_RANGES,
+    heterogeneous_nodes,
+    homologous_graphs,
+    node_regression_data,
+)
+from networkedfl.experiments.gfl.synthetic import (
     SYNTHETIC_ID,
     TABLE_10_1,
     homologous_graphs_claims,
@@ -16,13 +23,7 @@ from networkedfl.experiments.graph_aware import (
     settings_table_claims,
     synthetic_instance,
 )
-from networkedfl.gfl_data import (
-    CHAPTER_INPUT_RANGES,
-    heterogeneous_nodes,
-    homologous_graphs,
-    knn_graph,
-    node_regression_data,
-)
+from networkedfl.graphs import knn_graph
 from networkedfl.pipeline.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,8 +65,9 @@ def test_settings_claims_detect_a_wrong_or_missing_row(test_config):
 
 def test_knn_graph_gives_every_node_k_neighbours():
     pts = np.random.default_rng(0).standard_normal((30, 5))
-    g = knn_graph(pts, 4)
+    g = knn_graph(cdist(pts, pts), 4, rescale="unit")
     assert g.degrees.min() >= 4
+    assert np.all(g.weights == 1.0)
     d = np.linalg.norm(pts[:, None] - pts[None], axis=2)
     np.fill_diagonal(d, np.inf)
     adj = g.adjacency.toarray() > 0
@@ -142,7 +144,7 @@ def test_diagram_shows_the_instance_of_the_synthetic_figure(test_config):
 def test_adjusted_rand_index_matches_sklearn():
     from sklearn.metrics import adjusted_rand_score
 
-    from networkedfl.experiments.graph_aware import _adjusted_rand
+    from networkedfl.experiments.gfl.synthetic import _adjusted_rand
 
     rng = np.random.default_rng(0)
     for _ in range(5):
@@ -154,7 +156,7 @@ def test_adjusted_rand_index_matches_sklearn():
 # ------------------------------------------------ references and the validation split (issue 17)
 
 def test_predict_the_mean_reference_is_each_clients_own_training_mean(test_config):
-    from networkedfl.experiments.graph_aware import run_synthetic
+    from networkedfl.experiments.gfl.synthetic import run_synthetic
 
     params = test_config["experiments"][SYNTHETIC_ID]
     table = run_synthetic(params, "mean", 0, 3, experiment_id=SYNTHETIC_ID)
@@ -169,7 +171,7 @@ def test_predict_the_mean_reference_is_each_clients_own_training_mean(test_confi
 def test_validation_runs_hold_out_training_samples_and_never_read_the_test_data(test_config, monkeypatch):
     """With ``validation_fraction`` the run scores the held-out training samples: the value
     does not move when the test data are replaced by garbage, and no test rows appear."""
-    import networkedfl.experiments.graph_aware as ga
+    import networkedfl.experiments.gfl.synthetic as ga
 
     params = {**test_config["experiments"][SYNTHETIC_ID], "validation_fraction": 0.25}
     first = ga.run_synthetic(params, "fedavg", 0, 3, experiment_id=SYNTHETIC_ID)
@@ -207,7 +209,7 @@ def test_oracle_trains_on_its_test_nodes_own_distribution(test_config):
 
 def test_cluster_oracle_reference_trains_within_the_true_components(test_config):
     """The cluster oracle's clients of one mixture component hold one model."""
-    from networkedfl.experiments.graph_aware import run_synthetic
+    from networkedfl.experiments.gfl.synthetic import run_synthetic
 
     params = test_config["experiments"][SYNTHETIC_ID]
     captured = {}
@@ -235,7 +237,7 @@ def test_cluster_oracle_reference_trains_within_the_true_components(test_config)
 
 
 def test_dfl_references_mean_and_centralised_oracle(test_config):
-    from networkedfl.experiments.graph_aware import run_dfl
+    from networkedfl.experiments.gfl.synthetic import run_dfl
 
     params = test_config["experiments"]["gfl_fig10_1_dfl"]
     mean = run_dfl(params, "mean", 0, 3, experiment_id="gfl_fig10_1_dfl")

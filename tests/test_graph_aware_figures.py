@@ -8,7 +8,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from networkedfl.experiments import graph_aware_figures as figures  # noqa: E402
+from networkedfl.experiments.gfl import figures  # noqa: E402
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_tuning_summary_marks_the_chosen_point(table):
 
 
 def test_upper_level_gain_is_the_phi_minus_identity_loss_per_round():
-    from networkedfl.experiments.graph_aware import upper_level_claims
+    from networkedfl.experiments.gfl.synthetic import upper_level_claims
 
     rows = [{"method": "BiG-FL", "seed": s, "round": r, "metric": m, "value": v}
             for s in (0, 1) for r in (1, 2, 3)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from networkedfl.graph_learning import (
+from networkedfl.graphs import (
     exponential_kernel,
     knn_graph,
     knn_kl_divergence,

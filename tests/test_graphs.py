@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from networkedfl.graphs import (
+from networkedfl.graphs._graph import (
     EmpiricalGraph,
     GraphError,
     _upper_triangle_pair,
@@ -443,9 +443,7 @@ def test_entry_points_take_networkx_graphs_and_adjacency_matrices():
     import networkx as nx
 
     from networkedfl.algorithms.gossip import mixing_matrix
-    from networkedfl.algorithms.primal_dual import gtv_primal_dual
-    from networkedfl.data import NodeData
-    from networkedfl.losses import SquaredErrorLoss
+    from networkedfl.gtv import NodeData, SquaredErrorLoss, gtv_primal_dual
 
     rng = np.random.default_rng(0)
     g = stochastic_block_model([4, 4], 0.9, 0.1, rng)

@@ -1,5 +1,5 @@
 """The pipeline's writers: an output appears complete or not at all, and the last good
-raw output survives a failed rerun (networkedfl.pipeline.io)."""
+raw output survives a failed rerun (networkedfl.io._atomic)."""
 
 import socket
 from pathlib import Path
@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from networkedfl.pipeline.io import atomic_write, keep_previous, previous_path, write_csv
+from networkedfl.io import atomic_write, keep_previous, previous_path, write_csv
 
 
 def test_an_interrupted_write_leaves_the_old_file_whole_and_no_temporary(tmp_path):
@@ -44,7 +44,7 @@ def test_a_killed_writers_temporary_is_removed_by_the_next_write(tmp_path):
     out = tmp_path / "table.csv"
     writer = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from networkedfl.pipeline.io import atomic_write; "
+         "import sys, time; from networkedfl.io._atomic import atomic_write; "
          "atomic_write(sys.argv[1], lambda tmp: (open(tmp, 'w').write('half'), print('writing', flush=True), "
          "time.sleep(60)))", str(out)],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
@@ -76,7 +76,7 @@ def test_keep_previous_survives_the_deletion_of_the_output(tmp_path):
 def test_a_job_table_that_fails_to_compute_writes_nothing_and_names_the_last_good_one(tmp_path, caplog):
     import logging
 
-    from networkedfl.pipeline.io import write_job_table
+    from networkedfl.io import write_job_table
 
     out = tmp_path / "raw" / "seed-0.csv"
     log = logging.getLogger("job")

@@ -9,21 +9,21 @@ import pytest
 import torch
 
 from networkedfl.algorithms.bigfl import bigfl
-from networkedfl.algorithms.client_batches import ClientBatches
 from networkedfl.algorithms.dfl import dfl_gt, dfl_sgd
 from networkedfl.algorithms.fedavg_steps import fedavg_steps
 from networkedfl.algorithms.fesem import assign_nearest, cluster_means, fesem
-from networkedfl.experiments.gfl_reviews_nlp import _Evaluator, review_nlp_claims
+from networkedfl.experiments.gfl.reviews_nlp import _Evaluator, review_nlp_claims
 from networkedfl.graphs import ring
-from networkedfl.language_model import (
+from networkedfl.nn import (
+    ClientBatches,
     NextWordBatches,
     NPLMLayout,
     WordPairCounts,
     client_token_losses,
+    linear_regression,
     next_word_cross_entropy,
     nplm,
 )
-from networkedfl.models import linear_regression
 
 
 def test_layout_flattening_and_frozen_rows_mask():

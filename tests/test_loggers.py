@@ -9,7 +9,7 @@ import torch
 
 from networkedfl.algorithms.fedavg import fedavg
 from networkedfl.algorithms.loggers import CSVLogger, TensorBoardLogger, compose
-from networkedfl.models import ClientData, client_losses, linear_regression
+from networkedfl.nn import ClientData, client_losses, linear_regression
 
 
 def _rows(path):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from networkedfl.datasets.mnist import MNIST_FILES, IdxError, load_mnist, read_idx
-from networkedfl.experiments.gtv_mnist_graph import partition_mnist
+from networkedfl.experiments.gtv.mnist_graph import partition_mnist
 
 # data/vendored/mnist/README.md
 TRAIN_HISTOGRAM = [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]
@@ -117,8 +117,8 @@ def test_graph_artefact_round_trips_and_jobs_are_deterministic(repo, vendored, t
     import pandas as pd
 
     from networkedfl.experiments import get_experiment
-    from networkedfl.experiments.gtv_mnist import ALL_METHODS, mnist_settings
-    from networkedfl.experiments.gtv_mnist_graph import (
+    from networkedfl.experiments.gtv.mnist import ALL_METHODS, mnist_settings
+    from networkedfl.experiments.gtv.mnist_graph import (
         build_mnist_graph,
         load_mnist_graph,
         save_mnist_graph,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from networkedfl.datasets.mnist import load_mnist
-from networkedfl.experiments.gtv_mnist_graph import (
+from networkedfl.experiments.gtv.mnist_graph import (
     STAGE_KEYS,
     build_mnist_graph,
     embed_mnist,
@@ -25,8 +25,14 @@ from networkedfl.experiments.gtv_mnist_graph import (
     save_mnist_graph,
     stage_spec,
 )
-from networkedfl.graph_learning import knn_graph, pairwise_kl_divergences, sort_columns_per_node
-from networkedfl.graphs import EmpiricalGraph, GraphError, disjoint_union
+from networkedfl.graphs import (
+    EmpiricalGraph,
+    GraphError,
+    disjoint_union,
+    knn_graph,
+    pairwise_kl_divergences,
+    sort_columns_per_node,
+)
 
 TINY_TSNE = {"early_exaggeration_iter": 20, "n_iter": 20, "pca_components": 10}
 
@@ -173,7 +179,7 @@ def test_graph_names_collect_variants_and_ablation_cases(test_config):
 
 
 def test_the_published_mnist_variants_run_on_the_notebooks_graph(test_config, inputs_for):
-    from networkedfl.experiments.gtv_mnist_graph import graph_file
+    from networkedfl.experiments.gtv.mnist_graph import graph_file
 
     published = inputs_for("gtv_fig06_mnist_methods", setting="published.all")
     paper = inputs_for("gtv_fig06_mnist_methods", setting="paper.all")

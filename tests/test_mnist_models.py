@@ -4,12 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from networkedfl.algorithms.primal_dual import gtv_primal_dual
 from networkedfl.graphs import EmpiricalGraph
-from networkedfl.losses import LocalLoss
-from networkedfl.losses_neural import InexactProxCrossEntropy
-from networkedfl.neural import TwoLayerNetwork, accuracy
-from networkedfl.penalties import BlockNLassoPenalty, NLassoPenalty
+from networkedfl.gtv import BlockNLassoPenalty, LocalLoss, NLassoPenalty, gtv_primal_dual
+from networkedfl.nn import InexactProxCrossEntropy, TwoLayerNetwork, accuracy
 
 NET = TwoLayerNetwork(n_features=6, n_hidden=3, n_classes=2)
 

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from networkedfl.fedrelax_data import largest_remainder, softmax
-from networkedfl.partition import (
+from networkedfl.datasets import (
     client_data,
     dirichlet_label_skew,
     mixture,
@@ -14,6 +13,7 @@ from networkedfl.partition import (
     quantity_skew,
     shards,
 )
+from networkedfl.fedrelax import largest_remainder, softmax
 
 LABELS = np.repeat(np.arange(10), 200)  # 2,000 samples, 10 balanced classes
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from networkedfl.penalties import PENALTIES, get_penalty
+from networkedfl.gtv import PENALTIES, get_penalty
 
 NORM_PENALTIES = ("l1", "nlasso")
 
@@ -252,7 +252,7 @@ def test_get_penalty_lookup_and_passthrough():
 def test_the_in_place_dual_prox_operator_equals_the_dual_prox_bit_for_bit(name, d, order):
     """What the primal-dual iteration calls (in place, on reused buffers) is exactly the
     penalty's dual prox (33), for every layout the iteration uses; zero radii included."""
-    from networkedfl.penalties import get_penalty, row_norms
+    from networkedfl.gtv import get_penalty, row_norms
 
     rng = np.random.default_rng(d)
     z = np.array(rng.standard_normal((50, d)) * 3, order=order)

@@ -14,7 +14,7 @@ from networkedfl.algorithms.local import local_training
 from networkedfl.algorithms.local_momentum import local_momentum_sgd
 from networkedfl.algorithms.local_sgd import epoch_order
 from networkedfl.algorithms.pfedme import personalised_steps, pfedme
-from networkedfl.models import ClientData, linear_regression, make_generator
+from networkedfl.nn import ClientData, linear_regression, make_generator
 
 # ---------------------------------------------------------------- helpers and references
 

@@ -131,7 +131,7 @@ def test_a_graph_change_reruns_only_its_stage_and_the_later_ones(repo, built, tm
     reads only its part of the spec, so changing k or the kernel reruns only the last."""
     import yaml
 
-    from networkedfl.experiments.gtv_mnist_graph import graph_file
+    from networkedfl.experiments.gtv.mnist_graph import graph_file
 
     extra = tmp_path / "change.yaml"
     extra.write_text(yaml.safe_dump({"mnist_graphs": {"two_clusters": change}}))
@@ -306,8 +306,7 @@ def test_lint_is_clean(repo, tmp_path):
 def test_a_job_rerun_in_process_gives_byte_identical_records(built, test_config, inputs_for, tmp_path, target):
     """Determinism: the first job of every target, run again outside Snakemake, writes
     exactly the bytes the pipeline wrote; its records are tidy."""
-    from networkedfl.pipeline.io import write_csv
-    from networkedfl.pipeline.paths import Paths
+    from networkedfl.io import Paths, write_csv
     from networkedfl.pipeline.runner import job_settings, run_job, tuning_jobs
 
     setting = job_settings(test_config, target)[0]

@@ -10,15 +10,6 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from networkedfl.algorithms.primal_dual import (
-    FeasibleDualMap,
-    HistoryRecorder,
-    default_step_sizes,
-    gtv_objective,
-    gtv_primal_dual,
-    primal_dual_gap,
-)
-from networkedfl.data import NodeData, linear_model_data
 from networkedfl.graphs import (
     EmpiricalGraph,
     GraphError,
@@ -27,8 +18,18 @@ from networkedfl.graphs import (
     star,
     stochastic_block_model,
 )
-from networkedfl.losses import SquaredErrorLoss
-from networkedfl.penalties import get_penalty
+from networkedfl.gtv import (
+    FeasibleDualMap,
+    HistoryRecorder,
+    NodeData,
+    SquaredErrorLoss,
+    default_step_sizes,
+    get_penalty,
+    gtv_objective,
+    gtv_primal_dual,
+    linear_model_data,
+    primal_dual_gap,
+)
 
 PENALTIES = ("l1", "nlasso", "mocha")
 

@@ -21,7 +21,7 @@ from networkedfl.pipeline.provenance import (
     target_modules,
 )
 
-SOLVER = "networkedfl.algorithms.primal_dual"
+SOLVER = "networkedfl.gtv._primal_dual"
 USES_SOLVER = "gtv_fig13_star_lambda"  # the star graph solved over a lambda grid
 NO_SOLVER = "gtv_fig01_empirical_graph"  # a diagram: no solver
 
@@ -29,12 +29,16 @@ NO_SOLVER = "gtv_fig01_empirical_graph"  # a diagram: no solver
 def test_closures_follow_the_imports_of_each_target():
     assert SOLVER in target_modules(USES_SOLVER)
     assert SOLVER not in target_modules(NO_SOLVER)
-    assert "networkedfl.language_model" in target_modules("gfl_fig10_4_reviews_nlp")
-    assert "networkedfl.language_model" not in target_modules(USES_SOLVER)
+    assert "networkedfl.nn._nplm" in target_modules("gfl_fig10_4_reviews_nlp")
+    assert "networkedfl.nn._nplm" not in target_modules(USES_SOLVER)
     assert "networkedfl.plotting" in notebook_modules("notebooks/gtv_fig13_star_lambda.ipynb")
     # a package's __init__ counts, but a name imported from it pulls in only its module
-    closure = module_closure(["networkedfl.algorithms.gtv_regressor"])
-    assert "networkedfl.algorithms" in closure and "networkedfl.algorithms.bigfl" not in closure
+    closure = module_closure(["networkedfl.gtv._estimator"])
+    assert "networkedfl.gtv" in closure and "networkedfl.gtv._primal_dual" in closure
+    assert "networkedfl.gtv._pooled" not in closure
+    # a name re-exported by a package's __init__ (or loaded on first use) pulls in its module
+    assert "networkedfl.gtv._estimator" in notebook_modules("notebooks/tutorial_own_network.ipynb")
+    assert "networkedfl.fedrelax._nonparametric" in target_modules("fedrelax_fig02a_trees_dm")
 
 
 def test_the_code_hashes_do_not_depend_on_the_interpreter_s_hash_seed(repo):

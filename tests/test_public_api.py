@@ -6,11 +6,11 @@ import networkx as nx
 import numpy as np
 from sklearn.tree import DecisionTreeRegressor
 
-from networkedfl.algorithms import GTVRegressor
 from networkedfl.algorithms.fedavg import fedavg
-from networkedfl.algorithms.fedrelax import FedRelax
-from networkedfl.models import softmax_regression
-from networkedfl.partition import client_data, dirichlet_label_skew
+from networkedfl.datasets import client_data, dirichlet_label_skew
+from networkedfl.fedrelax import FedRelax
+from networkedfl.gtv import GTVRegressor
+from networkedfl.nn import softmax_regression
 
 
 def test_own_network_with_the_public_api():
@@ -46,7 +46,7 @@ def test_the_package_and_the_pipeline_jobs_import_neither_torch_nor_scikit_learn
     import sys
 
     script = ("import sys, networkedfl, networkedfl.algorithms, networkedfl.pipeline.runner, "
-              "networkedfl.pipeline.io, networkedfl.pipeline.provenance, networkedfl.experiments\n"
+              "networkedfl.io._atomic, networkedfl.pipeline.provenance, networkedfl.experiments\n"
               "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'sklearn'}))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

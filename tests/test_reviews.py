@@ -6,20 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from networkedfl.datasets.reviews import (
-    DOMAINS,
-    PUBLISHED_TABLE_10_2,
-    SPLITS,
-    decode_review_line,
-    domain_statistics,
-    read_domain,
-    read_review_file,
-    review_files,
-)
-from networkedfl.experiments.gfl_reviews import review_stats_claims, run_review_stats
-from networkedfl.experiments.gfl_reviews_nlp import knn_similarity_graph
-from networkedfl.pipeline.paths import vendored_dataset
-from networkedfl.text import (
+from networkedfl.datasets import (
     EOS,
     UNK,
     build_vocabulary,
@@ -34,6 +21,19 @@ from networkedfl.text import (
     whitespace_tokens,
     windows,
 )
+from networkedfl.datasets.reviews import (
+    DOMAINS,
+    PUBLISHED_TABLE_10_2,
+    SPLITS,
+    decode_review_line,
+    domain_statistics,
+    read_domain,
+    read_review_file,
+    review_files,
+)
+from networkedfl.experiments.gfl.reviews import review_stats_claims, run_review_stats
+from networkedfl.experiments.gfl.reviews_nlp import knn_similarity_graph
+from networkedfl.io import vendored_dataset
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +198,7 @@ def test_lowercased_whitespace_tokens_equal_the_tokens_lowercased_one_by_one():
 
 def test_cooccurrence_dense_and_sparse_counting_agree(monkeypatch):
     """Small vocabularies are counted into a dense array, large ones into sparse blocks."""
-    import networkedfl.text as text
+    import networkedfl.datasets._text as text
 
     rng = np.random.default_rng(0)
     ids, docs = rng.integers(0, 40, 3000), np.sort(rng.integers(0, 60, 3000))
@@ -283,7 +283,7 @@ def test_unigram_reference_is_each_clients_smoothed_target_frequencies():
     """Fig. 10.4's predict-the-mean: client i's add-one smoothed unigram of its training
     targets (every window's inputs[1:]), scored by mean cross-entropy on its test targets."""
 
-    from networkedfl.experiments.gfl_reviews_nlp import unigram_losses
+    from networkedfl.experiments.gfl.reviews_nlp import unigram_losses
 
     train = [np.array([[0, 1, 1, 2]]), np.array([[3, 3, 3], [1, 3, 0]])]
     test = [np.array([[2, 1, 0]]), np.array([[0, 3, 2]])]

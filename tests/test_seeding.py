@@ -11,12 +11,11 @@ import pytest
 import torch
 
 import networkedfl
-from networkedfl.data import linear_model_data, sampling_mask
-from networkedfl.fedrelax_data import clustered_data, noniid_data
-from networkedfl.gfl_data import heterogeneous_nodes
+from networkedfl.datasets import dirichlet_label_skew, heterogeneous_nodes, quantity_skew, shards
+from networkedfl.fedrelax import clustered_data, noniid_data
 from networkedfl.graphs import stochastic_block_model
-from networkedfl.models import ClientData, linear_regression, make_generator
-from networkedfl.partition import dirichlet_label_skew, quantity_skew, shards
+from networkedfl.gtv import linear_model_data, sampling_mask
+from networkedfl.nn import ClientData, linear_regression, make_generator
 from networkedfl.seeding import as_rng, int_seed
 
 #: Other names for a random source that the public API must no longer use.
@@ -24,13 +23,13 @@ OLD_NAMES = {"rng", "random_state", "generator", "random_seed", "gen"}
 #: Where another name is deliberate (module docstring of networkedfl.seeding).
 ALLOWED = {
     # scikit-learn estimators: random_state, as scikit-learn's own
-    "networkedfl.algorithms.fedrelax.FedRelax.__init__",
-    "networkedfl.algorithms.gtv_regressor.GTVRegressor.__init__",
+    "networkedfl.fedrelax._nonparametric.FedRelax.__init__",
+    "networkedfl.gtv._estimator.GTVRegressor.__init__",
     # protocols the algorithms call with the torch.Generator they made from seed
-    "networkedfl.algorithms.client_batches.BatchSource.sample",
-    "networkedfl.algorithms.client_batches.ClientBatches.sample",
-    "networkedfl.language_model.NextWordBatches.sample",
-    "networkedfl.models.require_generator",
+    "networkedfl.nn._client_batches.BatchSource.sample",
+    "networkedfl.nn._client_batches.ClientBatches.sample",
+    "networkedfl.nn._nplm.NextWordBatches.sample",
+    "networkedfl.nn._models.require_generator",
 }
 
 

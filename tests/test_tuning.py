@@ -156,7 +156,7 @@ def _least_squares_clients(n=6, m=12, d=3, seed=0):
 
 
 def _linear():
-    from networkedfl.experiments.graph_aware import mlp
+    from networkedfl.experiments.gfl.synthetic import mlp
 
     return mlp([3, 1], activation="relu", bias=False, loss="squared")
 
@@ -164,8 +164,8 @@ def _linear():
 def test_grouped_fedavg_equals_fedavg_run_on_every_group_alone():
     """groups = true clusters is FedAvg on each cluster's data (the cluster oracle);
     groups = arange(n) is local training.  Full batch: no sampling, exact comparison."""
-    from networkedfl.algorithms.client_batches import ClientBatches
     from networkedfl.algorithms.fedavg_steps import fedavg_steps
+    from networkedfl.nn import ClientBatches
 
     x, y = _least_squares_clients()
     model, init = _linear(), torch.tensor([0.3, -0.2, 0.1], dtype=torch.float64)
@@ -185,8 +185,8 @@ def test_grouped_fedavg_equals_fedavg_run_on_every_group_alone():
 
 
 def test_grouped_fedavg_rejects_a_wrong_group_vector():
-    from networkedfl.algorithms.client_batches import ClientBatches
     from networkedfl.algorithms.fedavg_steps import fedavg_steps
+    from networkedfl.nn import ClientBatches
 
     x, y = _least_squares_clients()
     with pytest.raises(ValueError, match="groups must be 6 non-negative integers"):

@@ -10,17 +10,14 @@ import pytest
 import torch
 
 from networkedfl._validation import check_int, check_int_array
-from networkedfl.algorithms.client_batches import ClientBatches, as_batches
 from networkedfl.algorithms.dfl import dfl_sgd
 from networkedfl.algorithms.fedavg import fedavg
 from networkedfl.algorithms.fedavg_steps import fedavg_steps
 from networkedfl.algorithms.fedsgd import fedsgd
-from networkedfl.algorithms.gtv_regressor import GTVRegressor
 from networkedfl.algorithms.ifca import ifca
-from networkedfl.data import NodeData
 from networkedfl.graphs import EmpiricalGraph, GraphError, stochastic_block_model
-from networkedfl.losses import SquaredErrorLoss
-from networkedfl.models import ClientData, linear_regression
+from networkedfl.gtv import GTVRegressor, NodeData, SquaredErrorLoss
+from networkedfl.nn import ClientBatches, ClientData, as_batches, linear_regression
 
 RNG = np.random.default_rng(0)
 X, Y = RNG.standard_normal((3, 4, 2)), RNG.standard_normal((3, 4))

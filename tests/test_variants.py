@@ -15,20 +15,21 @@ import pytest
 import torch
 
 from networkedfl.algorithms.ifca import ifca
-from networkedfl.algorithms.primal_dual import (
+from networkedfl.experiments.gtv.linear import OPTIONS, build_instance, option
+from networkedfl.experiments.variants import split_setting, variant_params
+from networkedfl.graphs import EmpiricalGraph, GraphError, stochastic_block_model
+from networkedfl.gtv import (
     DEFAULT_SIGMA,
     IterationState,
+    SquaredErrorLoss,
     cluster_index_step_sizes,
     default_step_sizes,
     gtv_primal_dual,
+    linear_model_data,
+    mocha_lambda_factor,
+    perturb_cluster_weights,
 )
-from networkedfl.data import linear_model_data, perturb_cluster_weights
-from networkedfl.experiments.gtv_linear import OPTIONS, build_instance, option
-from networkedfl.experiments.variants import split_setting, variant_params
-from networkedfl.graphs import EmpiricalGraph, GraphError, stochastic_block_model
-from networkedfl.losses import SquaredErrorLoss
-from networkedfl.models import ClientData, linear_regression
-from networkedfl.penalties import mocha_lambda_factor
+from networkedfl.nn import ClientData, linear_regression
 from networkedfl.pipeline.config import ConfigError, validate_config
 from networkedfl.pipeline.runner import (
     collect_tables,
@@ -363,7 +364,7 @@ def test_doubled_difference_dual_update_is_the_notebooks():
 
 
 def test_unprojected_edges_pass_their_duals_through_and_keep_free_coordinates_zero():
-    from networkedfl.penalties import BlockNLassoPenalty, UnprojectedEdges
+    from networkedfl.gtv import BlockNLassoPenalty, UnprojectedEdges
 
     z = np.random.default_rng(12).standard_normal((4, 5)) * 10
     radius = np.array([0.0, 0.0, 1.0, 2.0])
@@ -410,7 +411,7 @@ def test_mnist_targets_run_the_notebooks_algorithm_in_the_published_variant(repo
 # ---------------------------------------------------------------- the quirk ablation
 
 def test_ablation_switches_one_option_and_reuses_the_source_targets_streams(test_config):
-    from networkedfl.experiments.gtv_ablation import ablation_switches, switched_params
+    from networkedfl.experiments.gtv.ablation import ablation_switches, switched_params
 
     params = test_config["experiments"]["gtv_quirk_ablation"]
     case = params["cases"]["fig09"]
@@ -467,7 +468,7 @@ def test_step_scan_with_c_1_repeats_fig6_paper_variant_and_c_scales_the_steps(te
 
 
 def test_mnist_ablation_switches_nested_options_and_reuses_fig6_streams(test_config, inputs_for):
-    from networkedfl.experiments.gtv_ablation import switched_params
+    from networkedfl.experiments.gtv.ablation import switched_params
 
     target = "gtv_quirk_ablation_mnist"
     case = test_config["experiments"][target]["cases"]["fig06"]

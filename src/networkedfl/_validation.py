@@ -2,7 +2,7 @@
 
 One rule for what counts as an integer, wherever a count or an index is taken (node and
 edge indices of :class:`~networkedfl.graphs.EmpiricalGraph`, sample ``counts`` of
-:class:`~networkedfl.data.NodeData` and :class:`~networkedfl.models.ClientData`, round and
+:class:`~networkedfl.gtv.NodeData` and :class:`~networkedfl.nn.ClientData`, round and
 step counts of the algorithms): an ``int``, a numpy integer, or a float whose value is
 integral (``3.0``, as a config file or a float array gives it).  ``bool`` is not an
 integer, nor are ``2.7``, NaN or a string: nothing is truncated or coerced, and every error

@@ -15,7 +15,7 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
-from .pipeline.io import atomic_write
+from .io import atomic_write
 
 __all__ = [
     "PENALTY_LABELS",

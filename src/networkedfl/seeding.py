@@ -12,12 +12,12 @@ a :class:`numpy.random.Generator`
 Functions that draw with torch (the federated algorithms of :mod:`networkedfl.algorithms`,
 the models' ``initial_params``) also accept a :class:`torch.Generator`, used as it is; any
 other source becomes a CPU ``torch.Generator`` seeded from it
-(:func:`networkedfl.models.make_generator`). Random numbers are drawn on the CPU, so a seed
+(:func:`networkedfl.nn.make_generator`). Random numbers are drawn on the CPU, so a seed
 gives the same result on every device.
 
 Two places keep other names on purpose:
 
-* scikit-learn-style estimators (:class:`~networkedfl.algorithms.GTVRegressor`,
+* scikit-learn-style estimators (:class:`~networkedfl.gtv.GTVRegressor`,
   :class:`~networkedfl.algorithms.FedRelax`) call it ``random_state``, as scikit-learn does,
   so that ``clone``, grid searches and ``set_params`` work as users expect;
 * the internal protocols that the algorithms call, a data source's

@@ -17,9 +17,10 @@ if os.path.isdir(os.path.join(_SRC, "networkedfl")):
 
 from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
-from networkedfl.experiments.gtv_mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
+from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
 from networkedfl.pipeline.config import read_yaml, type_command_line_values, validate_config
-from networkedfl.pipeline.paths import Paths, put_interpreter_on_path, put_package_on_pythonpath
+from networkedfl.io import Paths
+from networkedfl.pipeline.environment import put_interpreter_on_path, put_package_on_pythonpath
 from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_jobs, tuning_spec
 from networkedfl.pipeline.provenance import SUFFIX as PROVENANCE
 from networkedfl.pipeline.provenance import code_hash, module_closure, notebook_modules, target_modules
@@ -241,4 +242,4 @@ def notebook_code_version(wildcards):
 
 def mnist_graph_code_version(wildcards):
     """Code of the cached MNIST graph stages."""
-    return code_hash(module_closure(["networkedfl.experiments.gtv_mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)
+    return code_hash(module_closure(["networkedfl.experiments.gtv.mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)

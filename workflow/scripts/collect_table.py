@@ -7,7 +7,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from networkedfl.pipeline.io import write_csv  # noqa: E402
+from networkedfl.io import write_csv  # noqa: E402
 from networkedfl.pipeline.provenance import read_sidecar, table_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import collect_tables, tuning_table  # noqa: E402
 

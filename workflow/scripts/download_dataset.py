@@ -9,7 +9,7 @@ import _logging  # noqa: E402
 
 from networkedfl.datasets import DownloadError, fetch_dataset, get_dataset  # noqa: E402
 from networkedfl.datasets.download import DEFAULT_TIMEOUT  # noqa: E402
-from networkedfl.pipeline.paths import dataset_sources  # noqa: E402
+from networkedfl.io import dataset_sources  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
 dataset = get_dataset(snakemake.wildcards.dataset)  # noqa: F821

@@ -7,7 +7,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from networkedfl.pipeline.io import write_json  # noqa: E402
+from networkedfl.io import write_json  # noqa: E402
 from networkedfl.pipeline.runner import evaluate_claims  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821

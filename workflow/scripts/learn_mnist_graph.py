@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 
-from networkedfl.experiments.gtv_mnist_graph import (  # noqa: E402
+from networkedfl.experiments.gtv.mnist_graph import (  # noqa: E402
     load_mnist_divergences,
     load_mnist_embedding,
     mnist_knn_graph,

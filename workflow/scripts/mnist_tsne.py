@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 
-from networkedfl.experiments.gtv_mnist_graph import embed_mnist, save_mnist_embedding  # noqa: E402
+from networkedfl.experiments.gtv.mnist_graph import embed_mnist, save_mnist_embedding  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
 name = snakemake.wildcards.graph  # noqa: F821

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from networkedfl.pipeline.io import atomic_write  # noqa: E402
+from networkedfl.io import atomic_write  # noqa: E402
 from networkedfl.pipeline.summary import (  # noqa: E402
     ablation_markdown,
     claims_markdown,

@@ -9,8 +9,10 @@ import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from networkedfl.experiments import get_experiment  # noqa: E402
-from networkedfl.pipeline.io import atomic_write  # noqa: E402
-from networkedfl.pipeline.paths import Paths  # noqa: E402
+from networkedfl.io import (
+    Paths,  # noqa: E402
+    atomic_write,  # noqa: E402
+)
 from networkedfl.pipeline.summary import job_seconds, render_index  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821

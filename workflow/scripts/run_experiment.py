@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from networkedfl.pipeline.io import write_job_table  # noqa: E402
+from networkedfl.io import write_job_table  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import run_job  # noqa: E402
 from networkedfl.progress import ENV_VAR  # noqa: E402

@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 
-from networkedfl.pipeline.io import write_csv  # noqa: E402
+from networkedfl.io import write_csv  # noqa: E402
 from networkedfl.pipeline.summary import summarize_claims  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821

@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 
-from networkedfl.pipeline.io import write_job_table  # noqa: E402
+from networkedfl.io import write_job_table  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import run_tuning_job  # noqa: E402
 from networkedfl.progress import ENV_VAR  # noqa: E402

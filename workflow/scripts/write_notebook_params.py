@@ -9,7 +9,7 @@ import _logging  # noqa: E402
 import yaml  # noqa: E402
 
 from networkedfl.experiments import get_experiment  # noqa: E402
-from networkedfl.pipeline.io import atomic_write  # noqa: E402
+from networkedfl.io import atomic_write  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
 target = snakemake.wildcards.target  # noqa: F821

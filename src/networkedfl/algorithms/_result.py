@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from .._validation import check_int
-from ..models import FlatModel
+from ..nn import FlatModel
 from .errors import NonFiniteError
 
 __all__ = ["Callback", "FederatedResult", "RoundState"]

@@ -108,7 +108,18 @@ from torch import Tensor
 from torch.func import vjp
 
 from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
-from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
+from ..nn import (
+    DeviceLike,
+    FlatModel,
+    GeneratorLike,
+    StepSize,
+    as_batches,
+    batch_gradients,
+    check_mask,
+    freeze,
+    make_generator,
+    step_size,
+)
 from ..progress import tqdm
 from ._result import (
     Callback,
@@ -118,7 +129,6 @@ from ._result import (
     _itemsize,
     _Recorder,
 )
-from .client_batches import StepSize, as_batches, batch_gradients, check_mask, freeze, step_size
 
 __all__ = [
     "BiGFLResult",

@@ -32,7 +32,7 @@ average gradient returns to its initial value.)
 
 Everything is batched over clients: one ``vmap(grad(...))`` call per step and one sparse
 (or dense) product with ``W`` per gossip.  A per-client mask freezes parameters
-(:func:`~networkedfl.algorithms.client_batches.freeze`).
+(:func:`~networkedfl.nn.freeze`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,18 @@ import torch
 from torch import Tensor
 
 from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
-from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
+from ..nn import (
+    DeviceLike,
+    FlatModel,
+    GeneratorLike,
+    StepSize,
+    as_batches,
+    batch_gradients,
+    check_mask,
+    freeze,
+    make_generator,
+    step_size,
+)
 from ..progress import tqdm
 from ._result import (
     Callback,
@@ -56,14 +67,6 @@ from ._result import (
     _initial_rows,
     _itemsize,
     _Recorder,
-)
-from .client_batches import (
-    StepSize,
-    as_batches,
-    batch_gradients,
-    check_mask,
-    freeze,
-    step_size,
 )
 from .gossip import consensus_distance, mixing_matrix, to_torch_sparse
 
@@ -317,9 +320,9 @@ def dfl_sgd(
     Parameters
     ----------
     model
-        Model as a function of a flat parameter vector (e.g. :func:`~networkedfl.models.from_module`).
+        Model as a function of a flat parameter vector (e.g. :func:`~networkedfl.nn.from_module`).
     data
-        A :class:`~networkedfl.models.ClientData`, a :class:`~.client_batches.ClientBatches`
+        A :class:`~networkedfl.nn.ClientData`, a :class:`~.client_batches.ClientBatches`
         or any :class:`~.client_batches.BatchSource` (per-client mini-batch sampler).
     mixing
         Communication graph (mixing by ``rule``) or an explicit doubly stochastic ``(n, n)``

@@ -18,7 +18,7 @@ FedAvgC, the oracle benchmark of the GTV paper (Sec. VI-A2, Fig. 2).  All select
 clients of all groups train in one batched call.
 
 This is the SGD form of FedAvg.  The proximal form used in the GTV paper's own
-comparisons is :func:`~networkedfl.algorithms.fedavg_proximal.fedavg_proximal`.
+comparisons is :func:`~networkedfl.gtv.fedavg_proximal`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..models import (
+from ..nn import (
     ClientData,
     DeviceLike,
     FlatModel,

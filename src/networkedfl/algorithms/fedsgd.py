@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..models import (
+from ..nn import (
     ClientData,
     DeviceLike,
     FlatModel,

@@ -61,7 +61,18 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..models import DeviceLike, FlatModel, GeneratorLike, make_generator
+from ..nn import (
+    DeviceLike,
+    FlatModel,
+    GeneratorLike,
+    StepSize,
+    as_batches,
+    batch_gradients,
+    check_mask,
+    freeze,
+    make_generator,
+    step_size,
+)
 from ..progress import tqdm
 from ._result import (
     Callback,
@@ -71,7 +82,6 @@ from ._result import (
     _itemsize,
     _Recorder,
 )
-from .client_batches import StepSize, as_batches, batch_gradients, check_mask, freeze, step_size
 
 __all__ = [
     "assign_nearest",

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from ..graphs import GraphLike, as_graph
-from ..models import ClientData, DeviceLike, FlatModel, GeneratorLike, make_generator
+from ..nn import ClientData, DeviceLike, FlatModel, GeneratorLike, make_generator
 from ._result import (
     Callback,
     FederatedResult,

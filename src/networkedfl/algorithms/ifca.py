@@ -4,7 +4,7 @@ The baseline ``IFCA [12]`` of the GTV paper (Table I, Fig. 2).  The server keeps
 cluster models ``theta_1 .. theta_k``.  In every round each selected client
 
 1. estimates its cluster ``j_hat_i = argmin_j F_i(theta_j)`` (smallest local loss;
-   :func:`~networkedfl.models.losses_of_models` evaluates all clients under all models in
+   :func:`~networkedfl.nn.losses_of_models` evaluates all clients under all models in
    one call),
 2. runs local training from ``theta_{j_hat_i}``
    (:func:`~networkedfl.algorithms.local_sgd.local_sgd`) and sends the result back,
@@ -16,7 +16,7 @@ grad F_i(theta_j)``, the "gradient averaging" variant.  The number of clusters `
 input: the "correct" and "incorrect" IFCA of the experiments are the same code.
 
 GTV settings (``SBM_experiment_ifca``): linear models without bias, Bernoulli(0.5)
-initialisation (:func:`~networkedfl.models.linear_regression` with ``init="bernoulli"``),
+initialisation (:func:`~networkedfl.nn.linear_regression` with ``init="bernoulli"``),
 full-batch gradient descent with ``lr = 0.1`` for 300 rounds.
 
 The authors' notebook divides each cluster's summed gradient by the number of *all*
@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..models import (
+from ..nn import (
     ClientData,
     DeviceLike,
     FlatModel,

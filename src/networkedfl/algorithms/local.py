@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..models import ClientData, DeviceLike, FlatModel, GeneratorLike, make_generator
+from ..nn import ClientData, DeviceLike, FlatModel, GeneratorLike, make_generator
 from ._result import (
     Callback,
     FederatedResult,

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 from torch.func import grad, vmap
 
-from ..models import (
+from ..nn import (
     ClientData,
     DeviceLike,
     FlatModel,

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 from torch.func import grad, vmap
 
-from ..models import ClientData, FlatModel, GeneratorLike, make_generator
+from ..nn import ClientData, FlatModel, GeneratorLike, make_generator
 
 __all__ = ["epoch_order", "local_sgd"]
 

@@ -17,7 +17,7 @@ history.  Example::
 
     from networkedfl.algorithms.fedavg import fedavg
     from networkedfl.algorithms.loggers import CSVLogger
-    from networkedfl.models import client_losses
+    from networkedfl.nn._models import client_losses
 
     def test_loss(state):  # test: a ClientData of every client's test samples
         return float(client_losses(model, state.client_params, test.features, test.targets,

@@ -1,5 +1,46 @@
-"""Real datasets: catalog (files, checksums, sources), verified download and readers."""
+"""Datasets: the real ones (catalog of files, checksums and sources; verified download;
+MNIST and review-corpus readers in :mod:`.mnist` and :mod:`.reviews`), text processing
+for the review corpus, seeded non-i.i.d. partitions, and the graph-aware FL chapter's
+synthetic data (Secs 10.2 and 10.5.1)."""
 
+from ._gfl_synthetic import (
+    CHAPTER_INPUT_RANGES,
+    CHAPTER_NONLINEARITIES,
+    NONLINEARITIES,
+    HeterogeneousNodes,
+    HomologousGraphs,
+    gaussian_mixture_centres,
+    heterogeneous_nodes,
+    homologous_graphs,
+    node_regression_data,
+)
+from ._partition import (
+    client_data,
+    dirichlet_label_skew,
+    mixture,
+    node_data,
+    quantity_skew,
+    shards,
+)
+from ._text import (
+    DENSE_COOCCURRENCE_MAX,
+    EOS,
+    UNK,
+    Vocabulary,
+    build_vocabulary,
+    cooccurrence_matrix,
+    encode_documents,
+    is_punctuation,
+    load_glove,
+    ppmi,
+    ppmi_svd_embedding,
+    ptb_tokenize,
+    tfidf_vectors,
+    token_counts,
+    tokenize,
+    whitespace_tokens,
+    windows,
+)
 from .catalog import DATASETS, Dataset, get_dataset
 from .download import (
     DownloadError,
@@ -12,15 +53,47 @@ from .download import (
 from .verify import ChecksumError, check_raw_file
 
 __all__ = [
-    "DATASETS",
+    "build_vocabulary",
+    "CHAPTER_INPUT_RANGES",
+    "CHAPTER_NONLINEARITIES",
+    "check_raw_file",
     "ChecksumError",
+    "client_data",
+    "cooccurrence_matrix",
     "Dataset",
+    "DATASETS",
+    "DENSE_COOCCURRENCE_MAX",
+    "dirichlet_label_skew",
     "DownloadError",
     "DownloadLimitError",
-    "FetchReport",
-    "check_raw_file",
+    "encode_documents",
+    "EOS",
     "fetch_dataset",
     "fetch_file",
+    "FetchReport",
     "file_digests",
+    "gaussian_mixture_centres",
     "get_dataset",
+    "heterogeneous_nodes",
+    "HeterogeneousNodes",
+    "homologous_graphs",
+    "HomologousGraphs",
+    "is_punctuation",
+    "load_glove",
+    "mixture",
+    "node_data",
+    "node_regression_data",
+    "NONLINEARITIES",
+    "ppmi",
+    "ppmi_svd_embedding",
+    "ptb_tokenize",
+    "quantity_skew",
+    "shards",
+    "tfidf_vectors",
+    "token_counts",
+    "tokenize",
+    "UNK",
+    "Vocabulary",
+    "whitespace_tokens",
+    "windows",
 ]

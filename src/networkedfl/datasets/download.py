@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ..io import shared_file_mode
 from .catalog import Dataset
 from .verify import checksum_problem, file_digests, raw_file_entry, verify_file
 
@@ -62,7 +63,6 @@ __all__ = [
     "fetch_file",
     "file_digests",
     "remove_stale_parts",
-    "shared_file_mode",
 ]
 
 _CHUNK = 1 << 20
@@ -89,16 +89,6 @@ def default_deadline(size: int | None) -> float:
 def default_max_bytes(size: int | None) -> int:
     """Size cap of a file of ``size`` bytes: the size itself, if known."""
     return DEFAULT_MAX_BYTES if size is None else int(size)
-
-
-def shared_file_mode(path: str | os.PathLike) -> None:
-    """Give ``path`` the mode a newly created file gets under the process umask (``0o644``
-    under the usual ``022``).  :func:`tempfile.mkstemp` creates its files ``0o600``, so a
-    temporary file renamed into place would otherwise stay unreadable to colleagues on a
-    shared machine."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
 
 
 class DownloadError(RuntimeError):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..text import is_punctuation, tokenize, whitespace_tokens
+from ._text import is_punctuation, tokenize, whitespace_tokens
 from .verify import check_raw_file
 
 __all__ = [
@@ -176,7 +176,7 @@ class ReviewFile:
         return self.labels is not None
 
     def tokens(self, **options) -> list[list[str]]:
-        """Tokens of every document with :func:`networkedfl.text.tokenize` (``options``
+        """Tokens of every document with :func:`networkedfl.datasets.tokenize` (``options``
         are passed on; the unlabelled Amazon files need ``split_punctuation=True`` to be
         tokenised like the labelled ones)."""
         return [tokenize(t, **options) for t in self.texts]

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .io import write_json
+from ..io import write_json
 
 __all__ = [
     "LIBRARIES",
@@ -106,13 +106,26 @@ def _info(root: Path, module: str) -> tuple[str, tuple[tuple[int, str | None, tu
 
 
 def _reexports(root: Path, package: str) -> dict[str, str]:
-    """Names a package's ``__init__`` imports from its own modules: name -> module."""
+    """Names a package's ``__init__`` imports from its own modules: name -> module, also
+    the names it loads on first use (a ``_LAZY = {"Name": ".module"}`` table, PEP 562)."""
     found = {}
     for level, base, names in _info(root, package)[1]:
         if level == 1 and base:
             for name in names:
                 found[name] = f"{package}.{base}"
+    found.update(_lazy_exports(_module_file(root, package), package))
     return found
+
+
+@functools.cache
+def _lazy_exports(path: Path, package: str) -> dict[str, str]:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["_LAZY"]
+                and isinstance(node.value, ast.Dict)):
+            return {key.value: package + value.value for key, value in zip(node.value.keys, node.value.values, strict=True)
+                    if isinstance(key, ast.Constant) and isinstance(value, ast.Constant)
+                    and str(value.value).startswith(".")}
+    return {}
 
 
 def _resolve(root: Path, imports: Iterable[tuple[int, str | None, tuple[str, ...]]],

@@ -1,0 +1,206 @@
+"""Synthetic data of the graph-aware FL chapter (Lu, Xing & Yu, Secs. 10.2 and 10.5.1).
+
+* :func:`heterogeneous_nodes`: the five heterogeneous nodes of Fig. 10.1 (Sec. 10.2): one
+  shared ground-truth weight ``w``, node ``i`` draws inputs uniformly from its own interval
+  and labels ``y = f_i(x^T w)`` with its own nonlinearity (tanh, sigmoid, ReLU, sine,
+  cosine).
+* :func:`homologous_graphs`: Table 10.1 / Fig. 10.2: one mixture of Gaussians, two graphs
+  (train and test) whose node vectors are drawn from it, each the k-nearest-neighbour graph
+  of its nodes; node vectors reshaped to ``8 x 8`` ground-truth weights ``W_i``; node data
+  ``X ~ U[-60, 60]^{100 x 8}``, ``Y = X W_i`` (:func:`node_regression_data`).
+
+Pure numpy; randomness only from explicit :class:`numpy.random.Generator` arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from ..graphs import EmpiricalGraph, knn_graph
+from ..seeding import Seed, as_rng
+
+__all__ = [
+    "CHAPTER_INPUT_RANGES",
+    "CHAPTER_NONLINEARITIES",
+    "HeterogeneousNodes",
+    "HomologousGraphs",
+    "NONLINEARITIES",
+    "gaussian_mixture_centres",
+    "heterogeneous_nodes",
+    "homologous_graphs",
+    "node_regression_data",
+]
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+#: The nonlinearities of Sec. 10.2 by name.
+NONLINEARITIES = {
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "relu": lambda z: np.maximum(z, 0.0),
+    "sine": np.sin,
+    "cosine": np.cos,
+}
+#: Sec. 10.2, in the chapter's order ("[-50, -55]" read as [-55, -50]).
+CHAPTER_INPUT_RANGES = ((-30.0, 30.0), (40.0, 100.0), (-55.0, -50.0), (-1.0, 1.0), (-0.1, 0.1))
+CHAPTER_NONLINEARITIES = ("tanh", "sigmoid", "relu", "sine", "cosine")
+
+
+@dataclass(frozen=True)
+class HeterogeneousNodes:
+    """Train and test data of the heterogeneous nodes.
+
+    ``x_train`` ``(n, m, d)``, ``y_train`` ``(n, m)``, ``x_test`` ``(n, m_test, d)``,
+    ``y_test`` ``(n, m_test)``, the shared weight ``w`` ``(d,)``, and the raw (unstandardised)
+    input statistics per node ``input_mean``/``input_std`` ``(n, d)``.
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    w: np.ndarray
+    input_mean: np.ndarray
+    input_std: np.ndarray
+
+
+def heterogeneous_nodes(
+    seed: Seed = None,
+    *,
+    dim: int,
+    n_train: int,
+    n_test: int,
+    input_ranges: Sequence[Sequence[float]] = CHAPTER_INPUT_RANGES,
+    nonlinearities: Sequence[str] = CHAPTER_NONLINEARITIES,
+    standardize: bool = True,
+    standardize_targets: bool = False,
+) -> HeterogeneousNodes:
+    """The heterogeneous nodes of Sec. 10.2 (Fig. 10.1).
+
+    One ``w ~ N(0, I_d)``; node ``i`` draws ``x ~ U[a_i, b_i]^d`` and ``y = f_i(x^T w)``.
+    ``standardize``: inputs are then standardised per node and coordinate with the node's
+    training mean and standard deviation (labels are computed from the raw inputs).
+    ``standardize_targets``: labels likewise, per node (a node whose training labels are
+    constant, e.g. a saturated sigmoid or an inactive ReLU, is only centred).
+    """
+    rng = as_rng(seed)
+    if len(input_ranges) != len(nonlinearities):
+        raise ValueError("need one input range per nonlinearity")
+    unknown = [f for f in nonlinearities if f not in NONLINEARITIES]
+    if unknown:
+        raise ValueError(f"unknown nonlinearities {unknown}; known: {sorted(NONLINEARITIES)}")
+    w = rng.standard_normal(dim)
+    xs, ys = [], []
+    for (lo, hi), name in zip(input_ranges, nonlinearities, strict=True):
+        lo, hi = min(lo, hi), max(lo, hi)
+        x = rng.uniform(lo, hi, size=(n_train + n_test, dim))
+        xs.append(x)
+        ys.append(NONLINEARITIES[name](x @ w))
+    x, y = np.stack(xs), np.stack(ys)
+    x_tr, x_te = x[:, :n_train], x[:, n_train:]
+    mean = x_tr.mean(axis=1)
+    std = x_tr.std(axis=1)
+    if standardize:
+        safe = np.where(std > 0, std, 1.0)
+        x_tr = (x_tr - mean[:, None]) / safe[:, None]
+        x_te = (x_te - mean[:, None]) / safe[:, None]
+    y_tr, y_te = y[:, :n_train], y[:, n_train:]
+    if standardize_targets:
+        y_mean, y_std = y_tr.mean(axis=1, keepdims=True), y_tr.std(axis=1, keepdims=True)
+        constant = y_std <= 1e-12 * np.maximum(1.0, np.abs(y_mean))
+        y_std = np.where(constant, 1.0, y_std)
+        y_tr, y_te = (y_tr - y_mean) / y_std, (y_te - y_mean) / y_std
+    return HeterogeneousNodes(x_tr, y_tr, x_te, y_te, w, mean, std)
+
+
+def gaussian_mixture_centres(
+    seed: Seed, n_centres: int, dim: int, centre_range: Sequence[float]
+) -> np.ndarray:
+    """``(K, dim)`` mixture centres with i.i.d. entries ``U[lo, hi]`` (Table 10.1: range of
+    centre ``[-0.5, 0.5]``)."""
+    rng = as_rng(seed)
+    lo, hi = centre_range
+    return rng.uniform(lo, hi, size=(n_centres, dim))
+
+
+@dataclass(frozen=True)
+class HomologousGraphs:
+    """The two homologous graphs of Fig. 10.2 and their ground truth.
+
+    ``centres`` ``(K, D)`` the shared mixture; ``components`` ``(n,)`` the mixture component
+    of node ``i`` in both graphs; ``z_train``/``z_test`` ``(n, D)`` node vectors;
+    ``train_graph``/``test_graph`` their k-NN graphs; ``w_train``/``w_test`` ``(n, r, c)``
+    ground-truth weights.
+    """
+
+    centres: np.ndarray
+    components: np.ndarray
+    z_train: np.ndarray
+    z_test: np.ndarray
+    train_graph: EmpiricalGraph
+    test_graph: EmpiricalGraph
+    w_train: np.ndarray
+    w_test: np.ndarray
+
+
+def _gcn_propagation(graph: EmpiricalGraph) -> np.ndarray:
+    a = graph.adjacency.toarray() + np.eye(graph.n_nodes)
+    d = 1.0 / np.sqrt(a.sum(axis=1))
+    return d[:, None] * a * d[None, :]
+
+
+def homologous_graphs(
+    seed: Seed = None,
+    *,
+    n_nodes: int,
+    n_centres: int,
+    centre_range: Sequence[float],
+    std: float,
+    weight_shape: Sequence[int],
+    n_neighbours: int,
+    propagate: bool = True,
+) -> HomologousGraphs:
+    """Table 10.1's homologous train/test graphs with ground-truth weights.
+
+    One set of ``K`` centres (:func:`gaussian_mixture_centres`) in dimension ``D = r * c``;
+    node ``i`` belongs to component ``c_i`` (uniform, shared by both graphs, so train node
+    ``i`` and test node ``i`` come from the same Gaussian); ``z = centre_{c_i} + std * N(0,
+    I_D)`` drawn independently for the two graphs; each graph is the ``n_neighbours``-NN
+    graph of its vectors (:func:`networkedfl.graphs.knn_graph` with unit weights).  Ground truth ``W_i`` = row ``i`` of ``P Z``
+    reshaped to ``(r, c)``, with ``P`` the graph's GCN propagation matrix
+    ``D~^{-1/2} (A + I) D~^{-1/2}`` ("following Eq. (10.13)"); ``propagate=False``: ``W_i =
+    z_i``.
+    """
+    rng = as_rng(seed)
+    r, c = (int(v) for v in weight_shape)
+    dim = r * c
+    centres = gaussian_mixture_centres(rng, n_centres, dim, centre_range)
+    components = rng.integers(n_centres, size=n_nodes)
+    z_train = centres[components] + std * rng.standard_normal((n_nodes, dim))
+    z_test = centres[components] + std * rng.standard_normal((n_nodes, dim))
+    g_train, g_test = (knn_graph(cdist(z, z), n_neighbours, rescale="unit") for z in (z_train, z_test))
+    if propagate:
+        w_train, w_test = _gcn_propagation(g_train) @ z_train, _gcn_propagation(g_test) @ z_test
+    else:
+        w_train, w_test = z_train, z_test
+    return HomologousGraphs(centres, components, z_train, z_test, g_train, g_test,
+                            w_train.reshape(n_nodes, r, c), w_test.reshape(n_nodes, r, c))
+
+
+def node_regression_data(
+    seed: Seed, weights: np.ndarray, n_samples: int, input_range: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Node data of Table 10.1: ``X_i ~ U[lo, hi]^{m x r}`` and ``Y_i = X_i W_i`` for the
+    weights ``(n, r, c)``; returns ``X`` ``(n, m, r)`` and ``Y`` ``(n, m, c)``."""
+    rng = as_rng(seed)
+    lo, hi = input_range
+    n, r, _ = weights.shape
+    x = rng.uniform(lo, hi, size=(n, n_samples, r))
+    return x, np.einsum("nmr,nrc->nmc", x, weights)

@@ -1,0 +1,193 @@
+"""Diagram targets drawn from generated graphs (GTV Figs. 1, 8, 12).
+
+Each diagram's table is a tidy node/edge list: rows with ``element`` in ``{node, edge,
+sample}``, the ``graph`` they belong to, and ``metric``/``value`` (node positions,
+cluster, edge weight, local data points).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from ...graphs import EmpiricalGraph, cluster_graph, star, stochastic_block_model
+from ...gtv import cluster_weights_per_node, linear_model_data
+from ..claims import check_all
+from ..registry import Claim, rng_for
+
+__all__ = [
+    "cluster_graph_claims",
+    "empirical_graph_claims",
+    "run_cluster_graph",
+    "run_empirical_graph",
+    "run_star_graph",
+    "star_graph_claims",
+]
+
+Params = Mapping[str, Any]
+
+
+def _connected_sbm(params: Params, rng: np.random.Generator) -> EmpiricalGraph:
+    """Draw SBMs until one is connected (bounded number of attempts)."""
+    sizes = list(params["cluster_sizes"])
+    for _ in range(int(params.get("max_attempts", 100))):
+        g = stochastic_block_model(sizes, params["p_in"], params["p_out"], rng)
+        if g.is_connected():
+            return g
+    raise RuntimeError(
+        f"no connected SBM with sizes={sizes}, p_in={params['p_in']}, p_out={params['p_out']} "
+        f"in {params.get('max_attempts', 100)} attempts; raise p_in or p_out"
+    )
+
+
+def clustered_layout(clusters: np.ndarray, spacing: float = 3.0) -> np.ndarray:
+    """Node positions: clusters on a circle of radius ``spacing``, members on a unit circle."""
+    clusters = np.asarray(clusters)
+    k = int(clusters.max()) + 1
+    angle_c = 2 * np.pi * np.arange(k) / k + np.pi / 2 * (k > 2)
+    centres = spacing * np.stack([np.cos(angle_c), np.sin(angle_c)], axis=1) if k > 1 else np.zeros((1, 2))
+    pos = np.zeros((clusters.size, 2))
+    for c in range(k):
+        members = np.flatnonzero(clusters == c)
+        a = 2 * np.pi * np.arange(members.size) / members.size
+        pos[members] = centres[c] + np.stack([np.cos(a), np.sin(a)], axis=1)
+    return pos
+
+
+def _graph_rows(graph: EmpiricalGraph, name: str, positions: np.ndarray) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    clusters = graph.clusters if graph.clusters is not None else np.zeros(graph.n_nodes, int)
+    for i in range(graph.n_nodes):
+        base = {"graph": name, "element": "node", "node": i, "cluster": int(clusters[i])}
+        rows += [{**base, "metric": "x", "value": positions[i, 0]}, {**base, "metric": "y", "value": positions[i, 1]}]
+    for (i, j), w in zip(graph.edges, graph.weights, strict=True):
+        rows.append({"graph": name, "element": "edge", "source": int(i), "target": int(j),
+                     "metric": "weight", "value": float(w)})
+    return rows
+
+
+def run_empirical_graph(
+    params: Params, setting: str, seed: int, base_seed: int, *, experiment_id: str
+) -> pd.DataFrame:
+    """GTV Fig. 1: a small SBM whose nodes carry local datasets (1-d features, labels)."""
+    rng = rng_for(base_seed, experiment_id, seed)
+    graph = _connected_sbm(params, rng)
+    w = cluster_weights_per_node(graph.clusters, np.asarray(params["cluster_weights"], float))
+    data = linear_model_data(w, int(params["m"]), float(params["sigma"]), rng)
+    rows = _graph_rows(graph, "empirical", clustered_layout(graph.clusters))
+    for i in range(graph.n_nodes):
+        for k in range(data.n_samples):
+            base = {"graph": "empirical", "element": "sample", "node": i, "sample": k}
+            rows += [{**base, "metric": "feature", "value": data.features[i, k, 0]},
+                     {**base, "metric": "label", "value": data.labels[i, k]}]
+    table = pd.DataFrame.from_records(rows)
+    table["seed"] = seed
+    return table
+
+
+def run_cluster_graph(
+    params: Params, setting: str, seed: int, base_seed: int, *, experiment_id: str
+) -> pd.DataFrame:
+    """GTV Fig. 8: an SBM with random edge weights and its cluster graph."""
+    rng = rng_for(base_seed, experiment_id, seed)
+    g = _connected_sbm(params, rng)
+    lo, hi = params["weight_range"]
+    g = EmpiricalGraph(g.n_nodes, g.edges, rng.uniform(lo, hi, g.n_edges), g.clusters)
+    cg = cluster_graph(g)
+    pos = clustered_layout(g.clusters)
+    cpos = np.stack([pos[g.clusters == c].mean(axis=0) for c in range(cg.n_nodes)])
+    table = pd.DataFrame.from_records(_graph_rows(g, "empirical", pos) + _graph_rows(cg, "cluster", cpos))
+    table["seed"] = seed
+    return table
+
+
+def run_star_graph(
+    params: Params, setting: str, seed: int, base_seed: int, *, experiment_id: str
+) -> pd.DataFrame:
+    """GTV Fig. 12: the star graph (centre node 0)."""
+    g = star(int(params["n_nodes"]), weight=float(params["weight"]))
+    a = 2 * np.pi * np.arange(g.n_nodes - 1) / (g.n_nodes - 1)
+    pos = np.vstack([[0.0, 0.0], np.stack([np.cos(a), np.sin(a)], axis=1)])
+    table = pd.DataFrame.from_records(_graph_rows(g, "star", pos))
+    table["seed"] = seed
+    return table
+
+
+# ----------------------------------------------------------------------------- claims
+
+def _nodes(table: pd.DataFrame, graph: str) -> pd.DataFrame:
+    rows = table[(table["graph"] == graph) & (table["element"] == "node") & (table["metric"] == "x")]
+    return rows[["node", "cluster"]].astype(int)
+
+
+def _edges(table: pd.DataFrame, graph: str) -> pd.DataFrame:
+    rows = table[(table["graph"] == graph) & (table["element"] == "edge")]
+    out = rows[["source", "target", "value"]].rename(columns={"value": "weight"})
+    return out.astype({"source": int, "target": int})
+
+
+def _is_connected(n: int, edges: pd.DataFrame) -> bool:
+    adj = sp.coo_matrix((np.ones(len(edges)), (edges["source"], edges["target"])), shape=(n, n))
+    return connected_components(adj, directed=False)[0] == 1
+
+
+def empirical_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
+    nodes, edges = _nodes(table, "empirical"), _edges(table, "empirical")
+    n_expected = sum(params["cluster_sizes"])
+    k_expected = len(params["cluster_sizes"])
+    clusters = nodes.set_index("node")["cluster"]
+    intra = int((clusters[edges["source"]].to_numpy() == clusters[edges["target"]].to_numpy()).sum())
+    samples = table[(table["element"] == "sample") & (table["metric"] == "label")]
+    per_node = samples.groupby("node").size().reindex(nodes["node"], fill_value=0)
+    return [
+        Claim(f"{n_expected} nodes in {k_expected} clusters, connected",
+              len(nodes) == n_expected and clusters.nunique() == k_expected and _is_connected(len(nodes), edges),
+              f"{len(nodes)} nodes, {clusters.nunique()} clusters, {len(edges)} edges"),
+        Claim("every node has data", bool((per_node > 0).all()),
+              f"data points per node: min {per_node.min()}, max {per_node.max()}"),
+        Claim("more intra- than inter-cluster edges", intra > len(edges) - intra,
+              f"{intra} intra, {len(edges) - intra} inter"),
+    ]
+
+
+def cluster_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
+    nodes, edges = _nodes(table, "empirical"), _edges(table, "empirical")
+    cnodes, cedges = _nodes(table, "cluster"), _edges(table, "cluster")
+    label = nodes.set_index("node")["cluster"]
+    a, b = label[edges["source"]].to_numpy(), label[edges["target"]].to_numpy()
+    between = a != b
+    expected = (
+        pd.DataFrame({"source": np.minimum(a, b)[between], "target": np.maximum(a, b)[between],
+                      "weight": edges["weight"].to_numpy()[between]})
+        .groupby(["source", "target"])["weight"].sum()
+    )
+    got = cedges.set_index(["source", "target"])["weight"]
+    sums = {f"{s}-{t}": bool(np.isclose(got.get((s, t), np.nan), w)) for (s, t), w in expected.items()}
+    return [
+        Claim("one node per cluster", len(cnodes) == label.nunique(),
+              f"{len(cnodes)} cluster nodes for {label.nunique()} clusters"),
+        check_all("each cluster edge weight equals the sum of the edges it merges", sums),
+        Claim("a cluster edge iff an original edge joins the clusters",
+              set(got.index) == set(expected.index),
+              f"{len(got)} cluster edges, {len(expected)} joined cluster pairs"),
+        Claim("no self-loops", bool((cedges["source"] != cedges["target"]).all()),
+              f"{int((cedges['source'] == cedges['target']).sum())} self-loops"),
+    ]
+
+
+def star_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
+    nodes, edges = _nodes(table, "star"), _edges(table, "star")
+    n = int(params["n_nodes"])
+    touches = ((edges["source"] == 0) | (edges["target"] == 0)).all()
+    return [
+        Claim(f"{n} nodes and {n - 1} edges, all touching the centre",
+              len(nodes) == n and len(edges) == n - 1 and bool(touches),
+              f"{len(nodes)} nodes, {len(edges)} edges"),
+        Claim("all edge weights equal", bool(np.ptp(edges["weight"]) == 0),
+              f"weights in [{edges['weight'].min()}, {edges['weight'].max()}]"),
+    ]

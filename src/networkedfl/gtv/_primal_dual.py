@@ -1,0 +1,473 @@
+"""GTV minimisation by the primal-dual method (GTV paper, Algorithm 1).
+
+Solves (GTV eq. (16))::
+
+    min_w  sum_i L_i(w_i) + lambda * sum_{e={i,j}} A_e * phi(w_i - w_j)
+
+jointly with its dual (eq. (19)/(24)) by the Chambolle-Pock iteration [27, Alg. 6]
+with the diagonal preconditioners ``T = diag(tau_i)``, ``Sigma = diag(sigma_e)``::
+
+    w_hat = w - T D^T u                                  (steps 2-3)
+    w_new = prox_{T L}(w_hat)                            (step 4, eq. (32))
+    u     = prox_{Sigma g*}(u + Sigma D (2 w_new - w))    (steps 5-8, eq. (33))
+
+The primal step is pluggable (any :class:`~networkedfl.gtv.LocalLoss`), the dual step
+is one of :data:`~networkedfl.gtv.PENALTIES`.  Every iteration is a handful of
+sparse and batched dense operations over all nodes and edges: there is no Python loop
+over nodes or edges.  ``D v`` is taken as two gathers (row ``e = {i, j}`` of ``D`` is
+``+1`` at ``i`` and ``-1`` at ``j``, eq. (6)) and, without a callback, the dual step works
+in place on ``u`` in buffers reused across iterations: the element-wise edge work then costs
+about as much as the two sparse products (``benchmarks/bench_primal_dual.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse.linalg import splu
+
+from ..graphs import EmpiricalGraph, GraphError, GraphLike, as_graph
+from ..progress import show_progress, tqdm
+from ._losses import LocalLoss
+from ._penalties import Penalty, get_penalty, scale_rows
+
+__all__ = [
+    "DUAL_UPDATES",
+    "FeasibleDualMap",
+    "HistoryRecorder",
+    "IterationState",
+    "PrimalDualResult",
+    "cluster_index_step_sizes",
+    "default_step_sizes",
+    "gtv_objective",
+    "gtv_primal_dual",
+    "primal_dual_gap",
+]
+
+#: Dual step size of the authors' code; with tau_i = 1/deg_i it gives
+#: ||Sigma^{1/2} D T^{1/2}||^2 <= 2 * 0.45 < 1, the convergence condition of [27].
+DEFAULT_SIGMA = 0.45
+
+
+#: Values of ``dual_update`` in :func:`gtv_primal_dual`.
+DUAL_UPDATES = ("extrapolated", "doubled_difference")
+
+
+#: Up to this dimension the iteration keeps edge arrays column-major and takes products
+#: with the incidence matrix one coordinate at a time: the per-edge operations of the dual
+#: step then run on contiguous memory.  ``d = 2`` (the SBM experiments) has its own layout,
+#: see :func:`_pair_view`.
+COLUMNWISE_MAX_DIM = 8
+
+
+def _sparse_product(matrix, x: np.ndarray, columnwise: bool) -> np.ndarray:
+    """``matrix @ x``; column by column into a column-major array if ``columnwise``."""
+    if not columnwise:
+        return matrix @ x
+    out = np.empty((matrix.shape[0], x.shape[1]), order="F")
+    for k in range(x.shape[1]):  # over the d coordinates, not over nodes or edges
+        out[:, k] = matrix @ x[:, k]
+    return out
+
+
+def _pair_view(a: np.ndarray) -> np.ndarray:
+    """An ``(m, 2)`` C-order float array as ``m`` complex numbers ``a[:, 0] + 1j a[:, 1]`` (a view).
+
+    For ``d = 2`` the iteration keeps ``w`` and ``u`` in C order and reads their rows as
+    complex numbers: one gather moves a whole row (the rows of ``v`` are fetched once, not
+    once per coordinate), sums of rows are one pass, and ``D^T u`` is scipy's product with
+    the ``(E, 2)`` array, which reads the incidence structure once for both coordinates.
+    """
+    return a.view(np.complex128).ravel()
+
+
+class _IncidenceGathers:
+    """``z = u + Sigma D v`` (the argument of the dual prox, steps 5-8) without scipy.
+
+    Row ``e = {i, j}`` of the incidence matrix ``D`` (GTV eq. (6)) holds ``+1`` in column
+    ``i = edges[e, 0]`` and ``-1`` in column ``j = edges[e, 1]``, so ``(D v)_e = v_i - v_j``:
+    two gathers and a difference, cheaper than the generic sparse product, done in reused
+    buffers.  For ``d = 2`` one pass over the rows as complex numbers (:func:`_pair_view`),
+    otherwise one per coordinate of the column-major arrays.
+    """
+
+    def __init__(self, graph: EmpiricalGraph, sigma: np.ndarray, uniform_sigma: bool, pairs: bool):
+        self.head = np.ascontiguousarray(graph.edges[:, 0], dtype=np.intp)
+        self.tail = np.ascontiguousarray(graph.edges[:, 1], dtype=np.intp)
+        dtype = np.complex128 if pairs else np.float64
+        self.gathered = np.empty(graph.n_edges, dtype)
+        self.scratch = np.empty(graph.n_edges, dtype)
+        self.pairs = pairs
+        # Sigma multiplies the float view of the differences: one entry per coordinate
+        if uniform_sigma:
+            self.sigma = float(sigma[0])
+        else:
+            self.sigma = np.repeat(sigma, 2) if pairs else np.asarray(sigma, float)
+
+    def __call__(self, u: np.ndarray, v: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out = u + Sigma D v`` (``out`` may be ``u``)."""
+        if self.pairs:
+            columns = [(_pair_view(u), _pair_view(v), _pair_view(out))]
+        else:  # over the d coordinates, not over nodes or edges
+            columns = [(u[:, k], np.ascontiguousarray(v[:, k]), out[:, k]) for k in range(u.shape[1])]
+        diff, scratch = self.gathered, self.scratch
+        for u_k, v_k, out_k in columns:
+            # mode="clip": the indices are valid, and it spares numpy a buffered copy of out
+            np.take(v_k, self.head, out=diff, mode="clip")
+            np.take(v_k, self.tail, out=scratch, mode="clip")
+            np.subtract(diff, scratch, out=diff)  # (D v)_e = v_i - v_j
+            flat = diff.view(np.float64)
+            np.multiply(flat, self.sigma, out=flat)
+            np.add(u_k, diff, out=out_k)
+        return out
+
+
+@dataclass(frozen=True)
+class IterationState:
+    """What the history hook sees after each iteration (arrays must not be modified)."""
+
+    iteration: int
+    weights: np.ndarray
+    duals: np.ndarray
+
+
+@dataclass(frozen=True)
+class PrimalDualResult:
+    """Output of :func:`gtv_primal_dual`.
+
+    Attributes
+    ----------
+    weights
+        Local model parameters ``w_i``, shape ``(n, d)``.
+    duals
+        Edge flows ``u_e``, shape ``(E, d)``.
+    n_iter
+        Iterations carried out.
+    gap
+        Last primal-dual gap (eq. (34)) if it was evaluated, else ``nan``.
+    converged
+        Whether the gap stopping rule was met.
+    """
+
+    weights: np.ndarray
+    duals: np.ndarray
+    n_iter: int
+    gap: float = float("nan")
+    converged: bool = False
+
+
+@dataclass
+class HistoryRecorder:
+    """A ready history hook: evaluates named metrics every ``every`` iterations.
+
+    Examples
+    --------
+    >>> rec = HistoryRecorder({"mse": lambda s: float(np.mean((s.weights - w_true) ** 2))})
+    >>> gtv_primal_dual(graph, loss, callback=rec)            # doctest: +SKIP
+    >>> rec.records[-1]                                      # doctest: +SKIP
+    {'iteration': 1000, 'mse': 0.0012}
+    """
+
+    metrics: Mapping[str, Callable[[IterationState], float]]
+    every: int = 1
+    records: list[dict[str, float]] = field(default_factory=list)
+
+    def __call__(self, state: IterationState) -> None:
+        if state.iteration % self.every == 0:
+            row = {"iteration": state.iteration}
+            row.update({name: fn(state) for name, fn in self.metrics.items()})
+            self.records.append(row)
+
+
+def default_step_sizes(graph: EmpiricalGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Step sizes of the authors' code: ``tau_i = 1/deg_i`` and ``sigma_e = 0.45``.
+
+    Raises
+    ------
+    GraphError
+        If a node has no edges (``1/deg_i`` is undefined); pass ``tau`` explicitly then.
+    """
+    isolated = graph.isolated_nodes
+    if isolated.size:
+        shown = ", ".join(map(str, isolated[:10])) + (" ..." if isolated.size > 10 else "")
+        raise GraphError(
+            f"{isolated.size} isolated node(s) ({shown}): the step size tau_i = 1/deg_i is "
+            "undefined; connect them or pass tau explicitly"
+        )
+    return 1.0 / graph.degrees, np.full(graph.n_edges, DEFAULT_SIGMA)
+
+
+def cluster_index_step_sizes(graph: EmpiricalGraph) -> tuple[np.ndarray, np.ndarray]:
+    """The step of the authors' linear notebooks' proximal update: ``1/deg_{c_i}``.
+
+    Their closed-form prox looks the degree up by the *cluster index* ``c_i`` of node
+    ``i`` instead of by ``i`` (EXPERIMENTS.md §8 item 1): every node of cluster ``c`` uses
+    the degree of node number ``c``, while the step ``w_hat = w - T D^T u`` uses the true
+    ``T = diag(1/deg_i)``.  Pass the first array as ``prox_tau`` of
+    :func:`gtv_primal_dual` (the ``published`` variant of the linear GTV targets does);
+    the second is the dual step ``sigma_e = 0.45``.
+
+    Raises
+    ------
+    GraphError
+        If the graph has no clusters, or a node ``c`` used as a degree has no edges.
+    """
+    if graph.clusters is None:
+        raise GraphError("cluster-index step sizes need the graph's clusters")
+    clusters = np.asarray(graph.clusters)
+    degrees = graph.degrees[clusters]
+    if np.any(degrees == 0):
+        bad = sorted(set(clusters[degrees == 0].tolist()))
+        raise GraphError(f"node(s) {bad}, used as cluster-index degrees, have no edges")
+    return 1.0 / degrees, np.full(graph.n_edges, DEFAULT_SIGMA)
+
+
+def _edge_radius(graph: EmpiricalGraph, lam: float | np.ndarray) -> np.ndarray:
+    lam = np.asarray(lam, float)
+    if lam.ndim not in (0, 1) or (lam.ndim == 1 and lam.shape[0] != graph.n_edges):
+        raise ValueError(f"lam must be a scalar or have one entry per edge ({graph.n_edges})")
+    if not np.all(np.isfinite(lam)) or np.any(lam < 0):
+        raise ValueError("lam must be finite and non-negative")
+    return lam * graph.weights
+
+
+def gtv_objective(
+    graph: EmpiricalGraph,
+    loss: LocalLoss,
+    penalty: str | Penalty,
+    lam: float | np.ndarray,
+    weights: np.ndarray,
+) -> float:
+    """Value of the GTV objective (16) at ``weights``."""
+    penalty = get_penalty(penalty)
+    radius = _edge_radius(graph, lam)
+    return float(loss.value(weights).sum() + penalty.value(graph.incidence @ weights, radius).sum())
+
+
+class FeasibleDualMap:
+    """Map a dual iterate ``u`` to a feasible dual point of (24), for a valid gap (34).
+
+    Primal-dual iterates satisfy ``(D^T u)_i = 0`` at nodes with the trivial loss only in
+    the limit, so the dual objective is ``-inf`` at every iterate.  This map removes the
+    residual ``r = (D^T u)_U`` on the trivial nodes ``U`` by the least-norm correction on
+    the edges with ``lambda A_e > 0``, ``c = D_{:,U} L_UU^{-1} r`` with the grounded
+    Laplacian ``L_UU = D_{:,U}^T D_{:,U}``, and then scales the result into the domain of
+    the penalty's conjugate (scaling keeps ``(D^T u)_U = 0``).  Both steps vanish as ``u``
+    converges, so the gap of the repaired point still tends to zero.  ``L_UU`` is factorised
+    once; it is singular when a group of trivial nodes reaches no node with data, and then
+    no feasible point is produced (the gap is reported as ``inf``).
+    """
+
+    def __init__(self, graph: EmpiricalGraph, loss: LocalLoss, radius: np.ndarray):
+        trivial = getattr(loss, "trivial_nodes", None)
+        trivial = np.zeros(graph.n_nodes, bool) if trivial is None else np.asarray(trivial, bool)
+        self.trivial = np.flatnonzero(trivial)
+        self.active = np.flatnonzero(radius > 0)
+        self._solve = None
+        if self.trivial.size:
+            block = graph.incidence[self.active][:, self.trivial].tocsc()
+            self._block = block
+            try:
+                self._solve = splu((block.T @ block).tocsc()).solve
+            except RuntimeError:  # singular grounded Laplacian
+                self._solve = None
+
+    def __call__(self, graph: EmpiricalGraph, penalty: Penalty, radius: np.ndarray,
+                 duals: np.ndarray) -> np.ndarray | None:
+        u = duals
+        if self.trivial.size:
+            residual = (graph.incidence.T @ duals)[self.trivial]
+            if np.any(residual):
+                if self._solve is None:
+                    return None
+                u = duals.copy()
+                u[self.active] -= self._block @ self._solve(residual)
+        return penalty.feasible_scale(u, radius) * u
+
+
+def primal_dual_gap(
+    graph: EmpiricalGraph,
+    loss: LocalLoss,
+    penalty: str | Penalty,
+    lam: float | np.ndarray,
+    weights: np.ndarray,
+    duals: np.ndarray,
+    *,
+    feasible_map: FeasibleDualMap | None = None,
+) -> float:
+    """Primal-dual gap (GTV eq. (34)): objective (16) at ``weights`` minus dual (24).
+
+    The dual objective is evaluated at ``feasible_map(duals)`` (see
+    :class:`FeasibleDualMap`), so the gap is a valid certificate at every iterate:
+    non-negative and an upper bound on ``objective(weights) - optimum``.  It is ``inf``
+    when no feasible dual point can be formed (e.g. rank-deficient local data whose
+    conjugate domain the iterate misses).  Pass a prebuilt ``feasible_map`` when
+    evaluating the gap repeatedly on one problem.
+    """
+    penalty = get_penalty(penalty)
+    radius = _edge_radius(graph, lam)
+    primal = loss.value(weights).sum() + penalty.value(graph.incidence @ weights, radius).sum()
+    feasible_map = FeasibleDualMap(graph, loss, radius) if feasible_map is None else feasible_map
+    u = feasible_map(graph, penalty, radius, duals)
+    if u is None:
+        return float("inf")
+    dual = -loss.conjugate(-(graph.incidence.T @ u)).sum() - penalty.conjugate(u, radius).sum()
+    return float(primal - dual)
+
+
+def gtv_primal_dual(
+    graph: GraphLike,
+    loss: LocalLoss,
+    penalty: str | Penalty = "nlasso",
+    lam: float | np.ndarray = 1.0,
+    n_iter: int = 1000,
+    *,
+    dim: int | None = None,
+    tau: np.ndarray | None = None,
+    sigma: np.ndarray | float | None = None,
+    w0: np.ndarray | None = None,
+    u0: np.ndarray | None = None,
+    prox_tau: np.ndarray | None = None,
+    dual_update: str = "extrapolated",
+    gap_tol: float | None = None,
+    gap_every: int = 10,
+    callback: Callable[[IterationState], bool | None] | None = None,
+    progress: bool | None = None,
+) -> PrimalDualResult:
+    """GTV minimisation by the primal-dual method (GTV Algorithm 1).
+
+    Parameters
+    ----------
+    graph
+        Empirical graph; its weights are the ``A_e`` of eq. (14).
+    loss
+        Local losses with a batched proximal operator (eq. (32)); nodes outside the
+        sampling set carry the trivial loss and keep ``w_i = w_hat_i``.
+    penalty
+        GTV penalty: ``"l1"``, ``"nlasso"`` (``||.||_2``) or ``"mocha"`` (``||.||_2^2``).
+    lam
+        GTV parameter ``lambda`` of eq. (16); a scalar, or one value per edge (so that
+        independent problems with different ``lambda`` can be solved as one union graph).
+    n_iter
+        Maximum number of iterations ``K``.
+    dim
+        Parameter dimension ``d``; taken from ``w0`` or ``loss.dim`` when omitted.
+    tau, sigma
+        Primal (per node) and dual (per edge) step sizes; default ``1/deg_i`` and 0.45.
+    w0, u0
+        Initial primal and dual variables; default zeros, as in the authors' code.
+    prox_tau
+        The step inside the proximal update (step 4), per node; default ``tau``, as
+        Algorithm 1 has it.  The authors' linear notebooks use another one there (see
+        :func:`cluster_index_step_sizes`); the iteration is then no longer the
+        Chambolle-Pock method of the paper.
+    dual_update
+        ``"extrapolated"`` (default, steps 5-8): ``u + Sigma D (2 w_new - w)``.
+        ``"doubled_difference"``: ``u + Sigma D (2 (w_new - w))``, what the authors' MNIST
+        notebooks compute (EXPERIMENTS.md §8 item 5); it is not the paper's method (with
+        ``u0 = 0`` and ``w0 = 0`` the two agree only in the first iteration).
+    gap_tol
+        Optional stopping rule: stop once the primal-dual gap (34), evaluated every
+        ``gap_every`` iterations, is at most ``gap_tol``.
+    callback
+        History hook called with an :class:`IterationState` after every iteration; a
+        return value of ``True`` stops the iteration.
+    progress
+        Show a tqdm progress bar (``None``: as :func:`networkedfl.progress.show_progress` decides).
+    """
+    graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
+    penalty = get_penalty(penalty)
+    if isinstance(n_iter, bool) or not isinstance(n_iter, int | np.integer) or n_iter < 1:
+        raise ValueError(f"n_iter must be a positive integer, got {n_iter!r}")
+    loss_nodes = getattr(loss, "n_nodes", None)
+    if loss_nodes is not None and int(loss_nodes) != graph.n_nodes:
+        raise ValueError(f"the loss holds data of {int(loss_nodes)} nodes but the graph has "
+                         f"{graph.n_nodes} nodes (node i's data must be row i)")
+    if dual_update not in DUAL_UPDATES:
+        raise ValueError(f"dual_update must be one of {DUAL_UPDATES}, got {dual_update!r}")
+    extrapolation = 1.0 if dual_update == "extrapolated" else 2.0  # z = 2 w_new - c w
+    default_tau, default_sigma = default_step_sizes(graph) if tau is None else (None, None)
+    tau = default_tau if tau is None else np.broadcast_to(np.asarray(tau, float), (graph.n_nodes,))
+    if sigma is None:
+        sigma = default_sigma if default_sigma is not None else np.full(graph.n_edges, DEFAULT_SIGMA)
+    sigma = np.broadcast_to(np.asarray(sigma, float), (graph.n_edges,))
+    radius = _edge_radius(graph, lam)
+
+    if w0 is not None:
+        w = np.array(w0, dtype=float, copy=True)
+    else:
+        d = dim if dim is not None else getattr(loss, "dim", None)
+        if d is None:
+            raise ValueError("pass dim= or w0= (the loss does not expose its dimension)")
+        w = np.zeros((graph.n_nodes, int(d)))
+    loss_dim = getattr(loss, "dim", None)
+    if w.ndim != 2 or w.shape[0] != graph.n_nodes or (loss_dim is not None and w.shape[1] != int(loss_dim)):
+        expected = f"({graph.n_nodes}, {loss_dim if loss_dim is not None else 'd'})"
+        raise ValueError(f"w0 has shape {w.shape}, expected {expected} (nodes x parameter dimension)")
+    d = w.shape[1]
+    pairs = d == 2  # rows as complex numbers, see _pair_view
+    columnwise = not pairs and d <= COLUMNWISE_MAX_DIM
+    layout = "F" if columnwise else "C"
+    u = np.zeros((graph.n_edges, d), order=layout) if u0 is None else np.array(u0, float, order=layout)
+    if u.shape != (graph.n_edges, d):
+        raise ValueError(f"u0 has shape {u.shape}, expected {(graph.n_edges, d)}")
+
+    incidence = graph.incidence
+    # D^T: for one coordinate at a time a CSR copy (gather per node) is fastest; for rows of
+    # a C-order array the CSC view (no copy), which streams over the edges and scatters.
+    incidence_t = incidence.T.tocsr() if columnwise else incidence.T
+    if prox_tau is None:
+        prox = loss.prox_operator(tau)
+    else:
+        prox_tau = np.broadcast_to(np.asarray(prox_tau, float), (graph.n_nodes,))
+        if not np.all(np.isfinite(prox_tau)) or np.any(prox_tau <= 0):
+            raise ValueError("prox_tau must be finite and positive")
+        prox = loss.prox_operator(prox_tau)
+    neg_tau = -tau
+    uniform_sigma = sigma.size > 0 and bool(np.all(sigma == sigma[0]))
+    sigma_col = sigma[0] if uniform_sigma else sigma[:, None]  # scalar: no broadcast
+    # z = u + Sigma D v: two gathers per coordinate up to COLUMNWISE_MAX_DIM, else scipy
+    gathers = _IncidenceGathers(graph, sigma, uniform_sigma, pairs) if d <= COLUMNWISE_MAX_DIM else None
+    operator = getattr(penalty, "dual_prox_operator", None)
+    dual_prox = operator(sigma, radius) if operator is not None else (
+        lambda z: penalty.dual_prox(z, sigma, radius))
+    v = np.empty((graph.n_nodes, d), order=layout)  # 2 w_new - w (never handed out)
+
+    gap = float("nan")
+    converged = False
+    feasible_map = None
+    k = 0
+    for k in tqdm(range(1, n_iter + 1), disable=not show_progress(progress), desc="primal-dual", leave=False):
+        # steps 2-3: w_hat = w - T D^T u (a fresh array, scaled in place)
+        w_hat = _sparse_product(incidence_t, u, columnwise)
+        scale_rows(w_hat, neg_tau, out=w_hat)
+        np.add(w_hat, w, out=w_hat)
+        w_new = prox(w_hat)  # step 4
+        # steps 5-8: u = prox_{Sigma g*}(u + Sigma D (2 w_new - w)).  The callback may hold
+        # w and u, so with one the dual step writes a fresh array; without one it works in
+        # place on u (w_new is the prox's fresh output either way).
+        np.multiply(w_new, 2.0, out=v)
+        np.subtract(v, w if extrapolation == 1.0 else extrapolation * w, out=v)
+        z = u if callback is None else np.empty_like(u)
+        if gathers is not None:
+            gathers(u, v, out=z)
+        else:
+            product = incidence @ v
+            product *= sigma_col
+            np.add(product, u, out=z)
+        u = dual_prox(z)
+        if not (u.flags.f_contiguous if columnwise else u.flags.c_contiguous):
+            u = np.array(u, order=layout)  # a penalty without the operator changed the layout
+        w = w_new
+        if callback is not None and callback(IterationState(k, w, u)):
+            break
+        if gap_tol is not None and k % gap_every == 0:
+            if feasible_map is None:
+                feasible_map = FeasibleDualMap(graph, loss, radius)
+            gap = primal_dual_gap(graph, loss, penalty, lam, w, u, feasible_map=feasible_map)
+            if gap <= gap_tol:
+                converged = True
+                break
+    return PrimalDualResult(weights=w, duals=u, n_iter=k, gap=gap, converged=converged)

@@ -1,0 +1,85 @@
+"""Models as functions of a flat parameter vector, batched over clients (PyTorch).
+
+Flat-parameter models and batched client losses (:class:`FlatModel`, :class:`ClientData`),
+mini-batch sources and batched gradients shared by the torch algorithms, the two-layer
+network of the GTV paper's MNIST experiment (eq. (40)) with its inexact proximal step,
+and the chapter's neural probabilistic language model (NPLM).  Importing this package
+imports PyTorch.
+"""
+
+from ._client_batches import (
+    BatchSource,
+    ClientBatches,
+    StepSize,
+    as_batches,
+    batch_gradients,
+    check_mask,
+    freeze,
+    inverse_sqrt,
+    step_size,
+)
+from ._mnist_network import TwoLayerNetwork, accuracy
+from ._models import (
+    ClientData,
+    DeviceLike,
+    FlatModel,
+    GeneratorLike,
+    PaddedClients,
+    client_gradients,
+    client_losses,
+    cross_entropy,
+    from_module,
+    linear_regression,
+    losses_of_models,
+    make_generator,
+    require_generator,
+    softmax_regression,
+    squared_error,
+)
+from ._nplm import (
+    NextWordBatches,
+    NPLMLayout,
+    WordPairCounts,
+    client_token_losses,
+    next_word_cross_entropy,
+    nplm,
+    window_cross_entropy,
+)
+from ._prox_cross_entropy import InexactProxCrossEntropy
+
+__all__ = [
+    "StepSize",
+    "GeneratorLike",
+    "DeviceLike",
+    "accuracy",
+    "as_batches",
+    "batch_gradients",
+    "BatchSource",
+    "check_mask",
+    "client_gradients",
+    "client_losses",
+    "client_token_losses",
+    "ClientBatches",
+    "ClientData",
+    "cross_entropy",
+    "FlatModel",
+    "freeze",
+    "from_module",
+    "InexactProxCrossEntropy",
+    "inverse_sqrt",
+    "linear_regression",
+    "losses_of_models",
+    "make_generator",
+    "next_word_cross_entropy",
+    "NextWordBatches",
+    "nplm",
+    "NPLMLayout",
+    "PaddedClients",
+    "require_generator",
+    "softmax_regression",
+    "squared_error",
+    "step_size",
+    "TwoLayerNetwork",
+    "window_cross_entropy",
+    "WordPairCounts",
+]

@@ -1,0 +1,234 @@
+"""The two-layer network of the GTV paper's MNIST experiment (eq. (40)), for all nodes at once.
+
+``h(x; w) = softmax(W2 ReLU(W1 x + b1) + b2)`` with ``W1`` of shape ``(h, F)`` and ``W2``
+of shape ``(c, h)`` (GTV eq. (40): a dense ReLU layer and a dense soft-max output layer;
+``F = 784`` pixels, ``h = 1`` hidden unit and ``c = 2`` classes in the paper's code).
+
+A node's parameters are one flat vector laid out as ``[W1 (row-major), W2 (row-major),
+b1, b2]``.  The local model parameters ``w_i`` of the paper are the entries of the two
+weight matrices (:attr:`TwoLayerNetwork.weight_blocks`); the biases are local to each node
+and not coupled by GTV (EXPERIMENTS.md, gtv_fig05: "biases local").
+
+The parameters of many nodes are the rows of an ``(n, P)`` tensor (or ``(R, n, P)`` for
+``R`` independent replicas of the same nodes, e.g. one per value of ``lambda``) and
+:meth:`TwoLayerNetwork.logits` evaluates all of them on their own data with batched matrix
+products (no loop over nodes).  :meth:`TwoLayerNetwork.flat_model` gives the same network as
+a :class:`~networkedfl.nn.FlatModel` for the federated baselines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..seeding import Seed, as_rng
+from ._models import FlatModel, cross_entropy
+
+__all__ = ["TwoLayerNetwork", "accuracy"]
+
+
+@dataclass(frozen=True)
+class TwoLayerNetwork:
+    """Shapes and parameter layout of the network (40).
+
+    Attributes
+    ----------
+    n_features
+        Input dimension ``F`` (784 for MNIST).
+    n_hidden
+        Hidden ReLU units ``h`` (GTV code: 1).
+    n_classes
+        Output classes ``c`` (2: the two digits of a node's cluster).
+    """
+
+    n_features: int = 784
+    n_hidden: int = 1
+    n_classes: int = 2
+
+    def __post_init__(self) -> None:
+        if self.n_features < 1 or self.n_hidden < 1 or self.n_classes < 2:
+            raise ValueError(
+                "need n_features >= 1, n_hidden >= 1 and n_classes >= 2, got "
+                f"{self.n_features}, {self.n_hidden}, {self.n_classes}"
+            )
+
+    # ---------------------------------------------------------------- layout
+    @property
+    def blocks(self) -> dict[str, tuple[int, int]]:
+        """Coordinate range ``[start, stop)`` of ``W1``, ``W2``, ``b1`` and ``b2``."""
+        f, h, c = self.n_features, self.n_hidden, self.n_classes
+        sizes = {"W1": h * f, "W2": c * h, "b1": h, "b2": c}
+        out, start = {}, 0
+        for name, size in sizes.items():
+            out[name] = (start, start + size)
+            start += size
+        return out
+
+    @property
+    def n_params(self) -> int:
+        return self.blocks["b2"][1]
+
+    @property
+    def n_weights(self) -> int:
+        """Length of ``w_i``: the entries of ``W1`` and ``W2`` (the first coordinates)."""
+        return self.blocks["W2"][1]
+
+    @property
+    def weight_blocks(self) -> tuple[tuple[int, int], ...]:
+        """The ranges of ``W1`` and ``W2``: the parameter blocks GTV couples."""
+        return (self.blocks["W1"], self.blocks["W2"])
+
+    def weight_mask(self) -> np.ndarray:
+        """Boolean ``(P,)``: True on the weight entries, False on the biases."""
+        mask = np.zeros(self.n_params, dtype=bool)
+        mask[: self.n_weights] = True
+        return mask
+
+    def unflatten(self, params: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``W1 (..., h, F)``, ``W2 (..., c, h)``, ``b1 (..., h)``, ``b2 (..., c)`` views."""
+        f, h, c = self.n_features, self.n_hidden, self.n_classes
+        lead = params.shape[:-1]
+        b = self.blocks
+        w1 = params[..., b["W1"][0] : b["W1"][1]].reshape(*lead, h, f)
+        w2 = params[..., b["W2"][0] : b["W2"][1]].reshape(*lead, c, h)
+        return w1, w2, params[..., b["b1"][0] : b["b1"][1]], params[..., b["b2"][0] : b["b2"][1]]
+
+    # ---------------------------------------------------------------- evaluation
+    def _hidden_pre(self, p: Tensor, features: Tensor) -> Tensor:
+        """``W1 x + b1`` of every replica and node: ``(R, n, m, h)``, one batched product.
+
+        ``(n, m, F) @ (n, F, R*h)`` with the right operand a transposed view of a contiguous
+        ``(n, R*h, F)`` array: for few hidden units this layout is several times faster
+        than a contiguous ``(n, F, R*h)`` operand (a memory-bound matrix-vector product).
+        """
+        r, n = p.shape[:2]
+        h, f = self.n_hidden, self.n_features
+        w1, _, b1, _ = self.unflatten(p)
+        rows = w1.permute(1, 0, 2, 3).reshape(n, r * h, f)
+        pre = torch.bmm(features.to(p.dtype), rows.transpose(1, 2))  # (n, m, R*h)
+        pre = pre.reshape(n, -1, r, h).permute(2, 0, 1, 3)
+        return pre + b1[:, :, None, :]
+
+    def _check(self, params: Tensor, features: Tensor) -> Tensor:
+        p = params[None] if params.ndim == 2 else params
+        if p.ndim != 3 or p.shape[1] != features.shape[0] or p.shape[2] != self.n_params:
+            raise ValueError(
+                f"params must be (n, {self.n_params}) or (R, n, {self.n_params}) for "
+                f"{features.shape[0]} nodes, got {tuple(params.shape)}"
+            )
+        return p
+
+    def logits(self, params: Tensor, features: Tensor) -> Tensor:
+        """Pre-softmax outputs of every node on its own samples.
+
+        Parameters
+        ----------
+        params
+            ``(n, P)``, or ``(R, n, P)`` for ``R`` replicas of the same ``n`` nodes.
+        features
+            ``(n, m, F)``: node ``i``'s samples (shared by the replicas).
+
+        Returns
+        -------
+        Tensor
+            ``(n, m, c)`` or ``(R, n, m, c)``.
+        """
+        p = self._check(params, features)
+        _, w2, _, b2 = self.unflatten(p)
+        hidden = torch.relu(self._hidden_pre(p, features))  # (R, n, m, h)
+        out = torch.einsum("rnmh,rnch->rnmc", hidden, w2) + b2[:, :, None, :]
+        return out[0] if params.ndim == 2 else out
+
+    def node_losses(self, params: Tensor, features: Tensor, labels: Tensor) -> Tensor:
+        """Mean cross-entropy of every node on its samples: ``(n,)`` or ``(R, n)``."""
+        logits = self.logits(params, features)
+        log_probs = torch.log_softmax(logits, dim=-1)
+        idx = labels.long().expand(*logits.shape[:-1]).unsqueeze(-1)
+        return -torch.gather(log_probs, -1, idx).squeeze(-1).mean(dim=-1)
+
+    def losses_and_gradients(
+        self, params: Tensor, features: Tensor, labels: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """Mean cross-entropy of every node and its gradient, by hand (no autograd).
+
+        Parameters
+        ----------
+        params
+            ``(R, n, P)``.
+        features
+            ``(n, m, F)`` the nodes' samples.
+        labels
+            ``(n, m)`` class labels.
+
+        Returns
+        -------
+        tuple[Tensor, Tensor]
+            Losses ``(R, n)`` and gradients ``(R, n, P)``: with ``p = softmax(z)`` and
+            ``dz = (p - onehot(y)) / m``, ``dW2 = dz^T a``, ``db2 = sum dz``,
+            ``dpre = (dz W2) * [pre > 0]``, ``dW1 = dpre^T x``, ``db1 = sum dpre``.
+        """
+        p = self._check(params, features)
+        r, n = p.shape[:2]
+        m = features.shape[1]
+        h, f, c = self.n_hidden, self.n_features, self.n_classes
+        _, w2, _, b2 = self.unflatten(p)
+        pre = self._hidden_pre(p, features)  # (R, n, m, h)
+        hidden = torch.relu(pre)
+        z = torch.einsum("rnmh,rnch->rnmc", hidden, w2) + b2[:, :, None, :]
+        log_probs = torch.log_softmax(z, dim=-1)
+        y = labels.long().expand(r, n, m).unsqueeze(-1)
+        losses = -torch.gather(log_probs, -1, y).squeeze(-1).mean(dim=-1)
+        dz = torch.exp(log_probs)
+        dz.scatter_add_(-1, y, torch.full_like(y, -1, dtype=dz.dtype))
+        dz /= m
+        dw2 = torch.einsum("rnmc,rnmh->rnch", dz, hidden)
+        dpre = torch.einsum("rnmc,rnch->rnmh", dz, w2) * (pre > 0)
+        # (n, R*h, m) @ (n, m, F): one batched product over the nodes
+        rows = dpre.permute(1, 0, 3, 2).reshape(n, r * h, m)
+        dw1 = torch.bmm(rows, features.to(p.dtype)).reshape(n, r, h, f).permute(1, 0, 2, 3)
+        grad = torch.cat([dw1.reshape(r, n, h * f), dw2.reshape(r, n, c * h),
+                          dpre.sum(dim=2), dz.sum(dim=2)], dim=-1)
+        return losses, grad
+
+    # ---------------------------------------------------------------- construction
+    def initial_params(self, seed: Seed = None, *, bias: float = 0.0) -> np.ndarray:
+        """One parameter vector: weight entries i.i.d. U[0, 1), biases ``bias``.
+
+        GTV MNIST code: every node starts from one shared vector with entries
+        ``U[0, 1)`` (``np.random.random``) [paper]; biases start at ``bias`` [choice].
+        """
+        rng = as_rng(seed)
+        params = np.full(self.n_params, float(bias))
+        params[: self.n_weights] = rng.random(self.n_weights)
+        return params
+
+    def flat_model(self, init: np.ndarray | None = None) -> FlatModel:
+        """The network as a :class:`~networkedfl.nn.FlatModel` (cross-entropy loss).
+
+        ``forward(params (P,), features (m, F)) -> logits (m, c)`` runs under ``vmap``.
+        ``init`` is the fixed initial vector (default: zeros); the baselines pass the
+        shared random start explicitly.
+        """
+        start = torch.zeros(self.n_params, dtype=torch.float64) if init is None else torch.as_tensor(
+            np.asarray(init, dtype=np.float64))
+        if start.shape != (self.n_params,):
+            raise ValueError(f"init must have shape ({self.n_params},), got {tuple(start.shape)}")
+        net = self
+
+        def forward(params: Tensor, features: Tensor) -> Tensor:
+            w1, w2, b1, b2 = net.unflatten(params)
+            return torch.relu(features @ w1.T + b1) @ w2.T + b2
+
+        def init_fn(generator, dtype, device) -> Tensor:
+            return start.to(dtype=dtype, device=device)
+
+        name = f"two_layer(F={self.n_features}, h={self.n_hidden}, c={self.n_classes})"
+        return FlatModel(self.n_params, forward, cross_entropy, init_fn, name)
+
+
+def accuracy(logits: Tensor, labels: Tensor) -> Tensor:
+    """Fraction of correct arg-max predictions over the last sample axis: ``(..., m, c) -> (...)``."""
+    return (logits.argmax(dim=-1) == labels.long()).to(torch.float64).mean(dim=-1)

@@ -1,0 +1,620 @@
+"""Models as functions of a flat parameter vector, client data, and batched client losses.
+
+The federated baselines (:mod:`networkedfl.algorithms.fedavg` and its siblings) keep the
+models of all clients as the rows of one ``(n_clients, P)`` matrix and evaluate losses and
+gradients of all clients in one call through :func:`torch.func.vmap` over
+:func:`torch.func.grad`.  For that a model is described by a :class:`FlatModel`: a pure
+function ``forward(params, features)`` of a flat parameter vector ``params`` of length
+``P``, a per-sample loss, and an initialiser.
+
+The local loss of client ``i`` is the weighted mean of its sample losses, the empirical
+risk ``F_i(w) = (1/|D_i|) sum_{j in D_i} f_j(w)`` of the lecture (Tham, "Federated
+Learning", definition of ``F_i``); for :func:`linear_regression` it is the average squared
+error of the GTV paper, eq. (38).  Clients may hold different numbers of samples: their
+datasets are padded to a common length and every sample carries a weight (1 for a real
+sample, 0 for padding), see :class:`ClientData`.
+
+Randomness comes only from an explicit generator (:func:`make_generator`); nothing here
+seeds or reads the global random state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.func import functional_call, grad, vmap
+
+from .._validation import check_int_array
+from ..gtv import NodeData
+
+__all__ = [
+    "ClientData",
+    "DeviceLike",
+    "FlatModel",
+    "GeneratorLike",
+    "PaddedClients",
+    "client_gradients",
+    "client_losses",
+    "cross_entropy",
+    "from_module",
+    "linear_regression",
+    "losses_of_models",
+    "make_generator",
+    "softmax_regression",
+    "squared_error",
+]
+
+DeviceLike = str | torch.device
+#: What the algorithms accept as a source of randomness (see :func:`make_generator`).
+GeneratorLike = torch.Generator | np.random.Generator | int
+
+InitFn = Callable[[torch.Generator | None, torch.dtype, torch.device], Tensor]
+
+
+# --------------------------------------------------------------------------- randomness
+
+
+def make_generator(source: GeneratorLike | None) -> torch.Generator:
+    """A CPU :class:`torch.Generator` from an explicit source of randomness.
+
+    Parameters
+    ----------
+    source
+        A :class:`torch.Generator` (returned as it is, so its state advances as it is
+        used), a :class:`numpy.random.Generator` (one 63-bit seed is drawn from it), an
+        ``int`` seed, or ``None`` (a generator seeded from fresh OS entropy: not
+        reproducible).  This is the ``seed`` convention of :mod:`networkedfl.seeding`.
+
+    Notes
+    -----
+    Random numbers are always drawn on the CPU and then moved to the compute device, so a
+    seed gives the same mini-batches and client samples on every device.
+    """
+    if isinstance(source, torch.Generator):
+        return source
+    if source is None:
+        generator = torch.Generator(device="cpu")
+        generator.seed()  # non-deterministic, as numpy.random.default_rng(None)
+        return generator
+    if isinstance(source, np.random.Generator):
+        seed = int(source.integers(0, 2**63 - 1))
+    elif isinstance(source, int | np.integer) and not isinstance(source, bool):
+        seed = int(source)
+    else:
+        raise TypeError(
+            "seed must be None, an int, a numpy.random.Generator or a torch.Generator, "
+            f"got {type(source).__name__}"
+        )
+    return torch.Generator(device="cpu").manual_seed(seed)
+
+
+def require_generator(generator: torch.Generator | None, what: str) -> torch.Generator:
+    """``generator``, or a ValueError explaining that ``what`` needs one."""
+    if generator is None:
+        raise ValueError(
+            f"{what} is random: it needs a torch.Generator (the algorithms make one from "
+            "their seed=); there is no global seeding"
+        )
+    return generator
+
+
+# --------------------------------------------------------------------------- sample losses
+
+
+def squared_error(outputs: Tensor, targets: Tensor) -> Tensor:
+    """Per-sample squared error ``(y_hat - y)^2``, shape ``(m,)`` (GTV eq. (38))."""
+    return (outputs - targets) ** 2
+
+
+def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
+    """Per-sample cross-entropy ``-log softmax(logits)[y]`` of integer class labels ``y``.
+
+    Targets are cast to ``int64`` (float labels, e.g. from :class:`~networkedfl.gtv.NodeData`,
+    are accepted); written with ``log_softmax`` and ``gather`` so that it works under
+    :func:`torch.func.vmap`.
+    """
+    log_probs = torch.log_softmax(logits, dim=-1)
+    return -torch.gather(log_probs, -1, targets.long().unsqueeze(-1)).squeeze(-1)
+
+
+# --------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True, eq=False)
+class FlatModel:
+    """A model written as a function of one flat parameter vector.
+
+    Attributes
+    ----------
+    n_params
+        Length ``P`` of the parameter vector.
+    forward
+        ``forward(params (P,), features (m, ...)) -> outputs (m, ...)``; must be a pure
+        torch function (it runs under :func:`torch.func.vmap` and :func:`torch.func.grad`).
+    sample_loss
+        ``sample_loss(outputs, targets (m,)) -> (m,)``: the loss ``f_j`` of every sample.
+    init
+        ``init(generator, dtype, device) -> (P,)``: an initial parameter vector.
+        Deterministic initialisers ignore the generator (it may be ``None``).
+    name
+        Short description used in logs.
+    """
+
+    n_params: int
+    forward: Callable[[Tensor, Tensor], Tensor]
+    sample_loss: Callable[[Tensor, Tensor], Tensor]
+    init: InitFn
+    name: str
+
+    def initial_params(
+        self,
+        seed: GeneratorLike | None = None,
+        *,
+        dtype: torch.dtype = torch.float64,
+        device: DeviceLike = "cpu",
+    ) -> Tensor:
+        """``init(generator, dtype, device)``, checked to have shape ``(n_params,)``."""
+        params = self.init(make_generator(seed), dtype, torch.device(device))
+        if params.shape != (self.n_params,):
+            raise ValueError(
+                f"{self.name}: init returned shape {tuple(params.shape)}, "
+                f"expected ({self.n_params},)"
+            )
+        return params.to(dtype=dtype, device=device)
+
+    def loss(
+        self, params: Tensor, features: Tensor, targets: Tensor, weights: Tensor | None = None
+    ) -> Tensor:
+        """Local loss of one client: weighted mean of the sample losses (a scalar).
+
+        ``F_i(w) = sum_j a_j f_j(w) / sum_j a_j`` with sample weights ``a_j`` (all ones if
+        ``weights`` is ``None``).  A client whose weights are all zero has loss 0 (and
+        gradient 0), so that empty mini-batches of padded clients leave the model unchanged.
+        """
+        losses = self.sample_loss(self.forward(params, features), targets)
+        if weights is None:
+            return losses.mean()
+        total = weights.sum()
+        safe = torch.where(total > 0, total, torch.ones_like(total))
+        return (weights * losses).sum() / safe
+
+
+def _zeros_init(n_params: int) -> InitFn:
+    def init(generator: torch.Generator | None, dtype: torch.dtype, device: torch.device) -> Tensor:
+        return torch.zeros(n_params, dtype=dtype, device=device)
+
+    return init
+
+
+def _bernoulli_init(n_params: int) -> InitFn:
+    def init(generator: torch.Generator | None, dtype: torch.dtype, device: torch.device) -> Tensor:
+        gen = require_generator(generator, "the Bernoulli(0.5) initialisation")
+        probs = torch.full((n_params,), 0.5, dtype=dtype)
+        return torch.bernoulli(probs, generator=gen).to(device)
+
+    return init
+
+
+def linear_regression(dim: int, *, bias: bool = False, init: str = "zeros") -> FlatModel:
+    """Linear model ``y_hat = x^T w (+ b)`` with the squared error per sample.
+
+    The local loss is the average squared error of the GTV paper, eq. (38).
+
+    Parameters
+    ----------
+    dim
+        Feature dimension ``d``; features have shape ``(m, d)``.
+    bias
+        Append an intercept ``b`` as the last parameter (``P = d + 1``).
+    init
+        ``"zeros"`` (default) or ``"bernoulli"``: i.i.d. Bernoulli(0.5) entries, the
+        initialisation of IFCA in the GTV paper's code (``SBM_experiment_ifca``); it needs
+        a generator.
+    """
+    if dim < 1:
+        raise ValueError(f"dim must be positive, got {dim}")
+    n_params = dim + int(bias)
+    inits = {"zeros": _zeros_init, "bernoulli": _bernoulli_init}
+    if init not in inits:
+        raise ValueError(
+            f"unknown init {init!r} for linear_regression; expected one of {sorted(inits)}"
+        )
+
+    if bias:
+
+        def forward(params: Tensor, features: Tensor) -> Tensor:
+            return features @ params[:dim] + params[dim]
+
+    else:
+
+        def forward(params: Tensor, features: Tensor) -> Tensor:
+            return features @ params
+
+    name = f"linear_regression(dim={dim}, bias={bias}, init={init})"
+    return FlatModel(n_params, forward, squared_error, inits[init](n_params), name)
+
+
+def softmax_regression(dim: int, n_classes: int, *, bias: bool = True) -> FlatModel:
+    """Multinomial logistic (softmax) regression with the cross-entropy loss.
+
+    ``logits = W x + b`` with ``W`` of shape ``(n_classes, dim)``; the flat vector holds
+    ``W`` row by row followed by ``b``.  Targets are integer class labels.  The
+    initialisation is zero (the loss is convex, so no symmetry needs breaking).
+    """
+    if dim < 1 or n_classes < 2:
+        raise ValueError(f"need dim >= 1 and n_classes >= 2, got {dim} and {n_classes}")
+    n_weights = n_classes * dim
+    n_params = n_weights + (n_classes if bias else 0)
+
+    def forward(params: Tensor, features: Tensor) -> Tensor:
+        logits = features @ params[:n_weights].reshape(n_classes, dim).T
+        return logits + params[n_weights:] if bias else logits
+
+    name = f"softmax_regression(dim={dim}, n_classes={n_classes}, bias={bias})"
+    return FlatModel(n_params, forward, cross_entropy, _zeros_init(n_params), name)
+
+
+def from_module(
+    module: torch.nn.Module,
+    sample_loss: Callable[[Tensor, Tensor], Tensor],
+    *,
+    name: str | None = None,
+) -> FlatModel:
+    """Wrap a :class:`torch.nn.Module` as a :class:`FlatModel`.
+
+    The flat vector is the concatenation of ``module.named_parameters()`` flattened in
+    that order; ``forward`` unflattens it into the parameter shapes and calls
+    :func:`torch.func.functional_call`.  Floating-point buffers are passed along cast to
+    the parameters' dtype.  ``init`` returns the module's current parameters flattened
+    (the generator is not used): seed the module's construction to vary it.
+
+    The module must be usable under :func:`torch.func.vmap` (no in-place buffer updates:
+    put batch normalisation in eval mode, for instance).
+
+    Parameters
+    ----------
+    module
+        The network; it is not modified.
+    sample_loss
+        ``sample_loss(outputs, targets) -> (m,)``, e.g. :func:`squared_error` or
+        :func:`cross_entropy`.
+    name
+        Log name (default: the module's class name).
+    """
+    named = [(k, v.detach().clone()) for k, v in module.named_parameters()]
+    if not named:
+        raise ValueError("the module has no parameters")
+    names = [k for k, _ in named]
+    shapes = [tuple(v.shape) for _, v in named]
+    sizes = [math.prod(s) for s in shapes]
+    buffers = {k: b.detach().clone() for k, b in module.named_buffers()}
+    initial = torch.cat([v.reshape(-1) for _, v in named])
+
+    def forward(params: Tensor, features: Tensor) -> Tensor:
+        chunks = torch.split(params, sizes)
+        values: dict[str, Tensor] = {
+            k: c.reshape(s) for k, c, s in zip(names, chunks, shapes, strict=True)
+        }
+        for k, b in buffers.items():
+            values[k] = b.to(params.dtype) if b.is_floating_point() else b
+        return functional_call(module, values, (features,))
+
+    def init(generator: torch.Generator | None, dtype: torch.dtype, device: torch.device) -> Tensor:
+        return initial.to(dtype=dtype, device=device)
+
+    return FlatModel(
+        sum(sizes), forward, sample_loss, init, name or f"from_module({type(module).__name__})"
+    )
+
+
+# --------------------------------------------------------------------------- client data
+
+
+def _as_tensor(values: Any, dtype: torch.dtype, device: DeviceLike) -> Tensor:
+    return torch.as_tensor(np.asarray(values) if not isinstance(values, Tensor) else values).to(
+        dtype=dtype, device=device
+    )
+
+
+def _targets_tensor(values: Any, dtype: torch.dtype, device: DeviceLike) -> Tensor:
+    t = values if isinstance(values, Tensor) else torch.as_tensor(np.asarray(values))
+    if t.is_floating_point() or t.is_complex():
+        return t.to(dtype=dtype, device=device)
+    return t.to(dtype=torch.int64, device=device)
+
+
+class PaddedClients:
+    """Shape accessors shared by the padded per-client containers (:class:`ClientData`,
+    :class:`~networkedfl.nn.ClientBatches`): ``features`` of shape
+    ``(n, m, ...)`` and ``sample_weights`` ``(n, m)``, zero weight marking padding."""
+
+    @property
+    def n_clients(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def max_samples(self) -> int:
+        """Padded length ``m``."""
+        return int(self.features.shape[1])
+
+    @property
+    def n_samples(self) -> Tensor:
+        """Total sample weight per client ``n_i = sum_j a_ij``, shape ``(n,)``: the FedAvg
+        averaging weights."""
+        return self.sample_weights.sum(dim=1)
+
+    def _check_layout(self, *, vector_targets: bool) -> None:
+        """Tensors ``features (n, m, ...)`` with ``n >= 1``, ``targets (n, m)`` (or ``(n, m,
+        ...)`` with ``vector_targets``) and finite, non-negative ``sample_weights (n, m)``;
+        each error names the field that is wrong."""
+        x, y, w = self.features, self.targets, self.sample_weights
+        if not all(isinstance(t, Tensor) for t in (x, y, w)):
+            raise TypeError(f"{type(self).__name__} fields must be torch tensors (use from_arrays)")
+        if x.ndim < 2:
+            raise ValueError(f"features must have shape (n, m, ...), got {tuple(x.shape)}")
+        n, m = x.shape[:2]
+        if n == 0:
+            raise ValueError(f"features hold no client (shape {tuple(x.shape)}): need at least one")
+        if (y.shape[:2] if vector_targets else y.shape) != (n, m):
+            want = f"({n}, {m}, ...)" if vector_targets else f"({n}, {m})"
+            raise ValueError(f"targets must have shape {want} (one row per client of features), "
+                             f"got {tuple(y.shape)}")
+        if w.shape != (n, m):
+            raise ValueError(f"sample_weights must have shape ({n}, {m}) (one per sample of features), "
+                             f"got {tuple(w.shape)}")
+        if not bool(torch.all(torch.isfinite(w))) or bool(torch.any(w < 0)):
+            raise ValueError("sample_weights must be finite and non-negative")
+
+
+@dataclass(frozen=True, eq=False)
+class ClientData(PaddedClients):
+    """Local datasets of ``n`` clients, padded to a common length ``m``.
+
+    Attributes
+    ----------
+    features
+        Tensor ``(n, m, ...)``: ``m`` feature tensors per client.
+    targets
+        Tensor ``(n, m)``: floating (regression) or ``int64`` (class labels).
+    sample_weights
+        Tensor ``(n, m)``: 1 for a real sample, 0 for padding (any non-negative weights
+        are allowed; a client's loss is the weighted mean of its sample losses).
+
+    Notes
+    -----
+    Padding may sit anywhere in a row; the mini-batch kernel
+    (:func:`~networkedfl.algorithms.local_sgd.local_sgd`) only shuffles samples with a
+    positive weight.
+    """
+
+    features: Tensor
+    targets: Tensor
+    sample_weights: Tensor
+
+    def __post_init__(self) -> None:
+        self._check_layout(vector_targets=False)
+        x, y, w = self.features, self.targets, self.sample_weights
+        for name, t in (("features", x), ("targets", y)):
+            if t.is_floating_point():
+                bad = torch.nonzero(~torch.isfinite(t).reshape(t.shape[0], -1).all(dim=1)).reshape(-1)
+                if bad.numel():
+                    raise ValueError(f"{name} contain NaN or inf (clients {bad[:10].tolist()})")
+        if w.dtype != x.dtype:
+            raise ValueError(f"sample_weights dtype {w.dtype} differs from features {x.dtype}")
+
+
+    @property
+    def counts(self) -> Tensor:
+        """Number of samples with positive weight per client, ``int64`` of shape ``(n,)``."""
+        return (self.sample_weights > 0).sum(dim=1)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.features.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.features.device
+
+    def to(self, dtype: torch.dtype | None = None, device: DeviceLike | None = None) -> ClientData:
+        """Features and weights (and floating targets) in ``dtype`` on ``device``."""
+        dtype = self.dtype if dtype is None else dtype
+        device = self.device if device is None else torch.device(device)
+        if dtype == self.dtype and device == self.device:
+            return self
+        return ClientData(
+            self.features.to(dtype=dtype, device=device),
+            _targets_tensor(self.targets, dtype, device),
+            self.sample_weights.to(dtype=dtype, device=device),
+        )
+
+    def subset(self, clients: Tensor | np.ndarray | Sequence[int]) -> ClientData:
+        """The clients ``clients`` (indices), in that order."""
+        idx = torch.as_tensor(np.asarray(clients) if not isinstance(clients, Tensor) else clients)
+        idx = idx.to(device=self.device, dtype=torch.int64)
+        return ClientData(self.features[idx], self.targets[idx], self.sample_weights[idx])
+
+    def pooled(self) -> tuple[Tensor, Tensor, Tensor]:
+        """Samples with positive weight of all clients, concatenated in client order.
+
+        Returns features ``(N, ...)``, targets ``(N,)`` and weights ``(N,)``: the data a
+        centralised learner would see.
+        """
+        keep = self.sample_weights > 0
+        return self.features[keep], self.targets[keep], self.sample_weights[keep]
+
+    @classmethod
+    def from_node_data(
+        cls,
+        data: NodeData,
+        *,
+        dtype: torch.dtype = torch.float64,
+        device: DeviceLike = "cpu",
+    ) -> ClientData:
+        """Equal-sized datasets of :class:`~networkedfl.gtv.NodeData` (all weights 1)."""
+        return cls.from_arrays(data.features, data.labels, dtype=dtype, device=device)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        features: Any,
+        targets: Any,
+        counts: Any = None,
+        *,
+        dtype: torch.dtype = torch.float64,
+        device: DeviceLike = "cpu",
+    ) -> ClientData:
+        """Client data from stacked arrays or tensors.
+
+        Parameters
+        ----------
+        features, targets
+            ``(n, m, ...)`` and ``(n, m)``.  Integer targets become ``int64``, floating
+            ones ``dtype``.
+        counts
+            Optional number of real samples per client ``(n,)``: the first ``counts[i]``
+            samples of row ``i`` get weight 1, the rest (padding) weight 0.  ``None``: all
+            samples are real.  Integers (integral floats such as ``2.0`` too; ``1.5`` and
+            booleans are an error, see :mod:`networkedfl._validation`).
+        """
+        x = _as_tensor(features, dtype, device)
+        y = _targets_tensor(targets, dtype, device)
+        if x.ndim < 2:
+            raise ValueError(f"features must have shape (n, m, ...), got {tuple(x.shape)}")
+        n, m = x.shape[:2]
+        if counts is None:
+            w = torch.ones((n, m), dtype=dtype, device=device)
+        else:
+            c = check_int_array(counts, "counts")
+            if c.shape != (n,):
+                raise ValueError(f"counts must have shape ({n},) (one per client of features), got {c.shape}")
+            if n and (c.min() < 0 or c.max() > m):
+                raise ValueError(f"counts must lie in [0, {m}], got {counts!r}")
+            c = torch.as_tensor(c, device=device)
+            w = (torch.arange(m, device=device)[None, :] < c[:, None]).to(dtype)
+        return cls(x, y, w)
+
+    @classmethod
+    def from_client_arrays(
+        cls,
+        features: Sequence[Any],
+        targets: Sequence[Any],
+        *,
+        dtype: torch.dtype = torch.float64,
+        device: DeviceLike = "cpu",
+    ) -> ClientData:
+        """Client data from per-client arrays of different lengths, zero-padded.
+
+        ``features[i]`` has shape ``(m_i, ...)`` and ``targets[i]`` ``(m_i,)``; the result
+        has ``m = max_i m_i`` and weight 0 on the padding.
+        """
+        if len(features) != len(targets) or not features:
+            raise ValueError("need one features and one targets array per client (at least one)")
+        xs = [_as_tensor(f, dtype, "cpu") for f in features]
+        ys = [_targets_tensor(t, dtype, "cpu") for t in targets]
+        sizes = [int(x.shape[0]) for x in xs]
+        if any(y.shape != (s,) for y, s in zip(ys, sizes, strict=True)):
+            raise ValueError("targets[i] must have shape (m_i,) matching features[i]")
+        m = max(sizes)
+        x = torch.zeros((len(xs), m, *xs[0].shape[1:]), dtype=dtype)
+        y = torch.zeros((len(ys), m), dtype=ys[0].dtype)
+        for i, (xi, yi) in enumerate(zip(xs, ys, strict=True)):  # data assembly, not training
+            x[i, : sizes[i]] = xi
+            y[i, : sizes[i]] = yi
+        return cls.from_arrays(x, y, sizes, dtype=dtype, device=device)
+
+
+# --------------------------------------------------------------------------- batched helpers
+
+
+def _broadcast_params(params: Tensor, n: int) -> Tensor:
+    if params.ndim == 1:
+        return params.expand(n, -1)
+    if params.ndim != 2 or params.shape[0] != n:
+        raise ValueError(f"params must be (P,) or ({n}, P), got {tuple(params.shape)}")
+    return params
+
+
+def _default_weights(targets: Tensor, weights: Tensor | None, dtype: torch.dtype) -> Tensor:
+    if weights is None:
+        return torch.ones(targets.shape, dtype=dtype, device=targets.device)
+    return weights.to(dtype)
+
+
+def _match_dtype(features: Tensor, targets: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """Floating features and targets in the parameters' dtype (a no-op when they match)."""
+    if features.is_floating_point():
+        features = features.to(dtype)
+    if targets.is_floating_point():
+        targets = targets.to(dtype)
+    return features, targets
+
+
+def client_losses(
+    model: FlatModel,
+    params: Tensor,
+    features: Tensor,
+    targets: Tensor,
+    weights: Tensor | None = None,
+) -> Tensor:
+    """Local loss ``F_i(w_i)`` of every client at its own parameters, shape ``(n,)``.
+
+    Parameters
+    ----------
+    model
+        The model.
+    params
+        ``(n, P)`` one parameter vector per client, or ``(P,)`` shared by all.
+    features, targets, weights
+        ``(n, m, ...)``, ``(n, m)`` and ``(n, m)`` (``None``: all samples weigh 1).
+        Floating inputs are cast to the dtype of ``params``.
+    """
+    params = _broadcast_params(params, features.shape[0])
+    w = _default_weights(targets, weights, params.dtype)
+    features, targets = _match_dtype(features, targets, params.dtype)
+    return vmap(model.loss)(params, features, targets, w)
+
+
+def client_gradients(
+    model: FlatModel,
+    params: Tensor,
+    features: Tensor,
+    targets: Tensor,
+    weights: Tensor | None = None,
+) -> Tensor:
+    """Gradient ``grad F_i(w_i)`` of every client's local loss, shape ``(n, P)``.
+
+    One call of ``vmap(grad(F))`` over the clients; same arguments as
+    :func:`client_losses`.
+    """
+    params = _broadcast_params(params, features.shape[0])
+    w = _default_weights(targets, weights, params.dtype)
+    features, targets = _match_dtype(features, targets, params.dtype)
+    return vmap(grad(model.loss))(params, features, targets, w)
+
+
+def losses_of_models(
+    model: FlatModel,
+    models: Tensor,
+    features: Tensor,
+    targets: Tensor,
+    weights: Tensor | None = None,
+) -> Tensor:
+    """Local loss of every client under every one of ``k`` models, shape ``(n, k)``.
+
+    Entry ``(i, j)`` is ``F_i(theta_j)``; its row-wise argmin is the cluster estimate of
+    IFCA (Ghosh et al. 2020, Algorithm 1, ``j_hat = argmin_j F_i(theta_j)``).  Computed
+    with ``vmap`` over the clients of ``vmap`` over the models.
+    """
+    if models.ndim != 2:
+        raise ValueError(f"models must be (k, P), got {tuple(models.shape)}")
+    w = _default_weights(targets, weights, models.dtype)
+    features, targets = _match_dtype(features, targets, models.dtype)
+    over_models = vmap(model.loss, in_dims=(0, None, None, None))
+    return vmap(over_models, in_dims=(None, 0, 0, 0))(models, features, targets, w)
