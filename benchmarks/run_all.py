@@ -413,7 +413,7 @@ def _text_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render(results: dict, markdown: bool) -> str:
-    """The results as plain text (``markdown=False``) or as the README's Markdown section."""
+    """The results as plain text (``markdown=False``) or as benchmarks/README.md's generated section."""
     table = _md_table if markdown else _text_table
     m = results["machine"]
     mode = "quick" if results["quick"] else "full"

@@ -164,7 +164,7 @@ def test_a_yaml_syntax_error_names_the_file_and_line(repo, tmp_path):
     bad.write_text("experiments:\n  gtv_fig13_star_lambda:\n    n_iter: [1, 2\n    sigma: 0.1\n")
     with pytest.raises(ConfigError, match=r"overlay\.yaml, line 4, column \d+: not valid YAML"):
         load_config(bad)
-    # Snakemake parses --configfile itself and names neither; the README points here
+    # Snakemake parses --configfile itself and names neither; config/README.md and docs/faults.md point here
     proc = subprocess.run([sys.executable, "-m", "networkedfl.pipeline.config", str(bad)], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 1 and "overlay.yaml, line 4" in proc.stderr

@@ -164,7 +164,7 @@ def test_sampling_mask_rejects_bad_fraction(fraction):
 
 
 def test_perturb_weights_scale():
-    """w_i + scale * eps_i / ||w_i|| with eps_i ~ N(0, I) (README, deviation 5)."""
+    """w_i + scale * eps_i / ||w_i|| with eps_i ~ N(0, I) (docs/deviations/gtv.md#fig11-perturbation)."""
     rng = np.random.default_rng(12)
     n, d, scale = 4000, 3, 1e-3
     w = rng.standard_normal((n, d)) * rng.uniform(0.5, 4.0, (n, 1))

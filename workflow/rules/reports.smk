@@ -130,7 +130,7 @@ rule index:
         "../scripts/render_index.py"
 
 
-# The README gallery: every figure's PNG copied to docs/gallery/ with a Markdown page that
+# The gallery (docs/gallery/README.md): every figure's PNG copied to docs/gallery/ with a Markdown page that
 # names the paper figure each reproduces, for the selected targets (config `targets`). Not part
 # of `all`: run `snakemake --cores 1 gallery` after a default-config run and commit docs/gallery/.
 

@@ -68,7 +68,7 @@ class Paths:
         return str(self.results / "index.html")
 
     def gallery(self, name: str = "{name}") -> str:
-        """The README gallery (committed with the repository): figure PNGs and a Markdown page."""
+        """The gallery (docs/gallery/, committed with the repository): figure PNGs and a Markdown page."""
         return str(self.docs / "gallery" / name)
 
     def raw_data(self, dataset: str = "{dataset}", filename: str = "{filename}") -> str:
