@@ -36,6 +36,24 @@ def copy_checkout(dest: Path, *extra: str) -> Path:
 
 
 @pytest.fixture(scope="session")
+def built(repo, tmp_path_factory) -> Path:
+    """A scratch working directory in which `snakemake --cores 2` built the whole test
+    profile (every target, the claims summary, the index page), as a user who has not
+    activated the venv would run it; shared by the tests marked ``pipeline`` that read it."""
+    import os
+    import subprocess
+    import sys
+
+    workdir = tmp_path_factory.mktemp("pipeline")
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(repo / "config" / "test.yaml"), "--cores", "2"]
+    env = {**os.environ, "PATH": os.pathsep.join(["/usr/bin", "/bin"])}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=2400, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return workdir
+
+
+@pytest.fixture(scope="session")
 def schema_path() -> Path:
     return SCHEMA
 

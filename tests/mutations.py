@@ -111,7 +111,7 @@ MUTATIONS = [
     ),
     Mutation(
         "no_finite_check", "diverged torch runs return NaN parameters silently",
-        "src/networkedfl/algorithms/_result.py",
+        "src/networkedfl/algorithms/contract.py",
         "        _check_finite(round_, client_params, global_params, self.history)\n",
         "",
         ("tests/test_divergence.py",),

@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "networkedfl"
 
 #: Bottom to top.  A module may import its own layer's modules and those below, never above.
 LAYERS = (
-    ("_validation", "seeding", "progress"),
+    ("_lazy", "_validation", "seeding", "progress"),
     ("io",),
     ("graphs",),
     ("gtv",),
@@ -24,7 +24,7 @@ LAYERS = (
 )
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
 #: What each base module may import within the bottom layer (no cycle among them).
-BASE_ORDER = ("_validation", "seeding", "progress")
+BASE_ORDER = ("_lazy", "_validation", "seeding", "progress")
 
 
 def _modules():

@@ -27,12 +27,7 @@ def _snakemake(repo, workdir, *args, timeout=900, configfiles=()):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
-@pytest.fixture(scope="module")
-def built(repo, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("pipeline")
-    proc = _snakemake(repo, workdir, "--cores", "2")  # the default target: everything
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return workdir
+# `built` (tests/conftest.py): the whole test profile, built once per session
 
 
 @pytest.mark.parametrize("target", TARGETS)

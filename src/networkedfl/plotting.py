@@ -1,7 +1,9 @@
-"""Plotting of target tables (used by the notebooks; no experiment code runs here).
+"""Paper-agnostic plotting of target tables (no experiment code runs here).
 
 Every function takes a tidy table as written to ``results/tables/<id>.csv`` and returns a
-matplotlib figure; :func:`save_figure` writes it as PDF and PNG atomically.
+matplotlib figure or a summary frame; :func:`save_figure` writes a figure as PDF and PNG
+atomically.  The figures of one paper are drawn by ``experiments/<paper>/figures.py`` from
+these helpers; the notebooks only call those.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import os
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
-import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
@@ -22,15 +23,13 @@ __all__ = [
     "ablation_summary",
     "accuracy_curves",
     "claims_frame",
-    "plot_cluster_graph",
-    "plot_ablation",
     "plot_accuracy_curves",
     "plot_graph",
-    "plot_star_lambda",
     "plot_sweep",
     "save_figure",
     "summary_table",
     "sweep_summary",
+    "tuning_summary",
 ]
 
 PENALTY_LABELS = {"l1": r"$\ell_1$", "nlasso": r"nLasso ($\ell_2$)", "mocha": r"MOCHA ($\ell_2^2$)"}
@@ -176,40 +175,6 @@ def ablation_summary(table: pd.DataFrame, metric: str = "label_mse") -> pd.DataF
     return out.sort_values(["case", "order"], kind="stable").drop(columns="order").reset_index(drop=True)
 
 
-def plot_ablation(table: pd.DataFrame, metric: str = "label_mse") -> plt.Figure:
-    """Quirk ablation: per panel, the headline values (x; MSEs on a log axis) for every
-    switch (rows).
-
-    Row ``published`` is the authors' notebooks, each row below it switches one option back
-    to the paper's definition, row ``paper`` switches all of them.
-    """
-    summary = ablation_summary(table, metric)
-    panels = list(dict.fromkeys(summary["panel"]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.8), squeeze=False)
-    for ax, name in zip(axes[0], panels, strict=True):
-        part = summary[summary["panel"] == name]
-        switches = list(dict.fromkeys(part["switch"]))
-        ypos = {s: -k for k, s in enumerate(switches)}
-        for k, (item, grp) in enumerate(part.groupby("item", sort=False)):
-            ax.plot(grp["value"], grp["switch"].map(ypos), marker="os^Dv<>"[k % 7], ls="none",
-                    color=f"C{k % 10}", label=item or None)
-        ax.set_yticks(list(ypos.values()), [s if s in ("published", "paper") else f"{s} -> paper"
-                                             for s in ypos], fontsize=7)
-        ax.axhline(-0.5, color="0.6", lw=0.8)
-        ax.axhline(-(len(switches) - 1.5), color="0.6", lw=0.8)
-        quantity = str(part["quantity"].iloc[0])
-        if "MSE" in quantity:
-            ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.set_title(name, fontsize=10)
-        ax.set_xlabel(quantity)
-        ax.grid(alpha=0.3, which="both", axis="x")
-        if part["item"].str.len().gt(0).any():
-            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-    fig.tight_layout()
-    return fig
-
-
 def accuracy_curves(table: pd.DataFrame, curve: str, last: int) -> pd.DataFrame:
     """Mean and std over seeds of the pooled validation accuracy per (variant,) curve and
     iteration, for iterations ``0 .. last`` (GTV Figs. 5-7).
@@ -253,39 +218,6 @@ def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: s
     ax.set_ylabel("validation accuracy (pooled over nodes)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
-
-
-def plot_star_lambda(table: pd.DataFrame, *, seed: int | None = None, fusion_level: float = 1e-3) -> plt.Figure:
-    """GTV Fig. 13: first component of every node's parameters and the spread vs lambda."""
-    seed = int(table["seed"].min()) if seed is None else seed
-    t = table[table["seed"] == seed]
-    w = t[(t["metric"] == "weight") & (t["method"] == "primal_dual") & (t["component"] == 0)]
-    local = t[(t["metric"] == "weight") & (t["method"] == "local_least_squares") & (t["component"] == 0)]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
-    for node, grp in w.groupby("node"):
-        grp = grp.sort_values("lam")
-        line, = ax1.plot(grp["lam"], grp["value"], lw=1.2, label="centre" if node == 0 else None)
-        ax1.scatter([grp["lam"].min() * 0.6], local.loc[local["node"] == node, "value"], s=12,
-                    color=line.get_color(), marker="<")
-    ax1.set_xscale("log")
-    ax1.set_xlabel(r"$\lambda$")
-    ax1.set_ylabel(r"$\hat{w}_{i,1}$ (triangles: local least squares)")
-    s = t[t["metric"] == "spread"].sort_values("lam")
-    ax2.plot(s["lam"], s["value"], marker="o", ms=3)
-    threshold = fusion_level * s["value"].iloc[0]
-    ax2.axhline(threshold, color="grey", ls="--", lw=1, label=f"{fusion_level:g} s($\\lambda_{{min}}$)")
-    fused = s[s["value"] <= threshold]
-    if len(fused):
-        ax2.axvline(fused["lam"].iloc[0], color="C3", ls=":", label=rf"$\lambda$ = {fused['lam'].iloc[0]:.3g}")
-    ax2.set_xscale("log")
-    ax2.set_yscale("log")
-    ax2.set_xlabel(r"$\lambda$")
-    ax2.set_ylabel(r"spread $s(\lambda)=\max_i\|\hat w_i-\bar{\hat w}\|$")
-    ax2.legend(fontsize=8)
-    for ax in (ax1, ax2):
-        ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return fig
 
@@ -339,17 +271,6 @@ def plot_graph(
     return ax
 
 
-def plot_cluster_graph(table: pd.DataFrame) -> plt.Figure:
-    """GTV Fig. 8: the empirical graph and its cluster graph side by side."""
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 4))
-    plot_graph(table, "empirical", ax1, annotate_weights=True)
-    ax1.set_title("empirical graph")
-    plot_graph(table, "cluster", ax2, node_size=900, annotate_weights=True)
-    ax2.set_title("cluster graph (summed weights)")
-    fig.tight_layout()
-    return fig
-
-
 def summary_table(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """Mean ± std over seeds per method (and penalty), one column per metric.
 
@@ -377,32 +298,14 @@ def claims_frame(path: str | os.PathLike) -> pd.DataFrame:
         return pd.DataFrame(json.load(fh))
 
 
-def _run_label(method: str, e: float, b: float) -> str:
-    if method == "fedsgd":
-        return "FedSGD"
-    name = "FedAvg" if method == "fedavg" else "gossip FedAvg"
-    return f"{name} E={int(e)} B={int(b)}"
-
-
-def plot_communication(table: pd.DataFrame) -> plt.Figure:
-    """Lecture demo: test loss vs round and vs messages sent; gossip consensus distance."""
-    t = table[table["metric"] != "uploaded"].copy()
-    t["value"] = t["value"].astype(float)
-    t["run"] = [_run_label(m, e, b) for m, e, b in zip(t["method"], t["E"], t["B"], strict=True)]
-    mean = t.groupby(["run", "metric", "round"])["value"].mean().unstack("metric").reset_index()
-    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.6))
-    for run, part in mean.groupby("run"):
-        style = "--" if run.startswith("gossip") else "-"
-        axes[0].plot(part["round"], part["test_loss"], style, label=run)
-        axes[1].plot(part["messages_total"], part["test_loss"], style, label=run)
-        if "consensus_distance" in part and part["consensus_distance"].notna().any():
-            axes[2].plot(part["round"], part["consensus_distance"], style, label=run)
-    axes[0].set(xlabel="communication round", ylabel="test loss", yscale="log")
-    axes[1].set(xlabel="messages sent", ylabel="test loss", yscale="log")
-    axes[2].set(xlabel="communication round", ylabel="consensus distance", yscale="log",
-                title="peer-to-peer: (1/N) Σ ||w_k - w̄||²")
-    axes[0].legend(fontsize=7)
-    for ax in axes:
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+def tuning_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """The tuning protocol's rows as one table: per method and grid point its validation
+    loss (mean over the tuning seeds) and whether it was chosen.  Empty if untuned."""
+    rows = table[table["metric"] == "tuning_validation_loss"]
+    if rows.empty:
+        return pd.DataFrame(columns=["method", "grid point", "validation loss", "chosen"])
+    chosen = table[table["metric"] == "tuning_chosen"].groupby("method")["tuning_point"].first()
+    out = rows[["method", "tuning_point", "tuning_values", "value"]].copy()
+    out["chosen"] = [chosen.get(m) == p for m, p in zip(out["method"], out["tuning_point"], strict=True)]
+    out = out.rename(columns={"tuning_values": "grid point", "value": "validation loss"})
+    return out.drop(columns="tuning_point").reset_index(drop=True)

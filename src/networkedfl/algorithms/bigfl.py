@@ -107,28 +107,21 @@ import torch
 from torch import Tensor
 from torch.func import vjp
 
+from .._validation import check_int
 from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
 from ..nn import (
+    DEFAULT_DTYPE,
     DeviceLike,
     FlatModel,
     GeneratorLike,
     StepSize,
-    as_batches,
     batch_gradients,
-    check_mask,
-    freeze,
     make_generator,
     step_size,
 )
 from ..progress import tqdm
-from ._result import (
-    Callback,
-    FederatedResult,
-    _check_positive_int,
-    _initial_rows,
-    _itemsize,
-    _Recorder,
-)
+from .contract import FederatedResult, TrainingOptions, start_run
+from .local_sgd import local_steps
 
 __all__ = [
     "BiGFLResult",
@@ -197,7 +190,7 @@ class Embedding:
 
 
 def normalized_adjacency(
-    graph: EmpiricalGraph | np.ndarray | Tensor, *, dtype: torch.dtype = torch.float64,
+    graph: EmpiricalGraph | np.ndarray | Tensor, *, dtype: torch.dtype = DEFAULT_DTYPE,
     device: DeviceLike = "cpu",
 ) -> Tensor:
     """``D~^{-1/2} (A + I) D~^{-1/2}`` with ``D~_ii = sum_j (A + I)_ij`` (eq. (10.13); Kipf &
@@ -344,7 +337,7 @@ def hypergradient(
 
     _, game_vjp = vjp(game, theta, phi)
     if inverse == "neumann":
-        terms = _check_positive_int(neumann_terms, "neumann_terms", allow_zero=False)
+        terms = check_int(neumann_terms, "neumann_terms", minimum=1)
         v = g_theta
         acc = v.clone()
         for _ in range(terms - 1):
@@ -397,12 +390,9 @@ def bigfl(
     model: FlatModel,
     data: Any,
     graph: EmpiricalGraph | np.ndarray | Tensor,
+    options: TrainingOptions | None = None,
     *,
-    n_rounds: int,
-    local_steps: int,
-    lr_lower: StepSize,
     lr_upper: StepSize,
-    batch_size: int | None,
     lam: float,
     kappa: float,
     lam_upper: float | None = None,
@@ -412,12 +402,7 @@ def bigfl(
     inverse: Inverse = "neumann",
     embedding: None | Tensor | Callable[[Tensor], Tensor] = None,
     mask: Any = None,
-    init: Tensor | np.ndarray | None = None,
-    seed: GeneratorLike | None = None,
-    callback: Callback | None = None,
-    device: DeviceLike = "cpu",
-    dtype: torch.dtype = torch.float64,
-    progress: bool = False,
+    **overrides: Any,
 ) -> BiGFLResult:
     """BiG-FL (the chapter, Algorithm 4, eqs. (10.12)-(10.20)).
 
@@ -429,13 +414,13 @@ def bigfl(
     graph
         The clients' graph (:class:`EmpiricalGraph` or adjacency matrix): ``N_i`` in (10.14)
         and ``A`` in ``L``.
-    n_rounds, local_steps
-        Rounds ``T`` and LL steps ``tau`` per round.
-    lr_lower, lr_upper
-        ``beta`` (number or schedule of the LL iteration) and ``alpha`` (number or schedule
-        of the round).
-    batch_size
-        LL mini-batch size (also the mini-batch of the Jacobians in (10.20)).
+    options, **overrides
+        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the same options), for the LL:
+        ``local_steps`` LL steps ``tau`` per round, ``lr`` (or ``lr_lower=``) their step
+        ``beta``, ``batch_size`` their mini-batch (also that of the Jacobians in (10.20));
+        ``seed`` also draws the negative samples.
+    lr_upper
+        ``alpha``: number or schedule of the round.
     lam, kappa
         ``lambda`` and ``kappa`` of the LL loss (10.17).
     lam_upper
@@ -450,11 +435,6 @@ def bigfl(
         linear callable; ``phi`` is ``d x d``.
     mask
         Optional ``(n, P)`` 0/1 mask of trainable coordinates per client.
-    init
-        ``(P,)`` common start or ``(n, P)``; ``None``: one draw of ``model.init``.
-    seed, callback, device, dtype, progress
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (``seed`` draws the mini-batches
-        and the negative samples).
 
     Returns
     -------
@@ -466,17 +446,17 @@ def bigfl(
         ``upper_loss_full``, ``upper_loss_identity`` and ``hypergradient_norm`` (module
         docstring), ``phi_distance`` ``||phi - I||_F`` after the step and ``step``.
     """
-    device = torch.device(device)
-    n_rounds = _check_positive_int(n_rounds, "n_rounds")
-    tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
     for name, value in (("lam", lam), ("kappa", kappa)):
         if not value >= 0:
             raise ValueError(f"{name} must be non-negative, got {value}")
     lam_upper = float(lam if lam_upper is None else lam_upper)
-    source = as_batches(data, dtype, device)
-    n, p = source.n_clients, model.n_params
-    gen = make_generator(seed)
-    mask_t = check_mask(mask, n, p, dtype, device)
+    run = start_run(model, data, options, overrides, "bigfl",
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
+                    aliases={"lr_lower": "lr"}, batches=True)
+    opts, source, gen = run.options, run.data, run.seed
+    n, p, dtype, device = run.n_clients, run.n_params, run.dtype, run.device
+    lr_lower, batch_size = opts.lr, opts.batch_size
+    mask_t = run.mask(mask)
     emb = Embedding(embedding, p, dtype, device)
     prop = normalized_adjacency(graph, dtype=dtype, device=device)
     if prop.shape != (n, n):
@@ -484,23 +464,21 @@ def bigfl(
     neighbours = (prop > 0).to(dtype) * (1 - torch.eye(n, dtype=dtype, device=device))
     diag = torch.diagonal(prop)
     everything = all_negatives(neighbours)
-    theta = _initial_rows(model, init, n, gen, dtype, device, "client")
+    theta = run.initial_rows(n, "client")
     phi = torch.eye(emb.dim, dtype=dtype, device=device)
-    rec = _Recorder(callback, _itemsize(dtype))
-    everyone = torch.ones(n, dtype=torch.bool, device=device)
-    own = torch.arange(n, device=device)
     d = emb.dim
     t = 0
-    for r in tqdm(range(1, n_rounds + 1), desc="BiG-FL", disable=not progress):
+    for r in tqdm(range(1, opts.n_rounds + 1), desc="BiG-FL", disable=not opts.progress):
         # server -> clients: (L_i,: - L_ii) U^t phi^t, phi^t and L_ii (Algorithm 4, line 4)
         u_phi = emb(theta) @ phi
         anchor = prop @ u_phi - diag[:, None] * u_phi
         eta = step_size(lr_lower, t) if neumann_scale is None else float(neumann_scale)
-        for _ in range(tau):                                    # LL steps (10.19)
-            g = lower_gradients(model, theta, phi, prop, source.sample(batch_size, gen),
-                                lam=lam, kappa=kappa, embedding=emb, anchor=anchor, mask=mask_t)
-            theta = freeze(theta - step_size(lr_lower, t) * g, theta, mask_t)
-            t += 1
+        theta, t = local_steps(                                 # LL steps (10.19)
+            lambda th, batch, phi=phi, anchor=anchor: lower_gradients(
+                model, th, phi, prop, batch, lam=lam, kappa=kappa, embedding=emb, anchor=anchor,
+                mask=mask_t),
+            theta, source, steps=opts.local_steps, batch_size=batch_size, lr=lr_lower, start=t,
+            seed=gen, mask=mask_t)
         # UL step with the hyper-gradient (10.20) at the new models
         negatives = negative_samples(neighbours, n_negatives, gen)
         hyper, f_value = hypergradient(
@@ -512,12 +490,10 @@ def bigfl(
         eye = torch.eye(d, dtype=dtype, device=device)
         diagnostics = _diagnostics(phi_old, phi, emb(theta), prop, neighbours, negatives,
                                    everything, lam_upper)
-        rec.record(
-            r, upload="models", download="embeddings+phi", clients=n, messages_up=n,
-            messages_down=n, floats_up=n * p, floats_down=n * (d + d * d + 1),
-            client_params=theta, global_params=theta, selected=everyone, assignment=own,
+        run.record_exchange(
+            r, theta, theta, run.own, download="embeddings+phi", floats_down=n * (d + d * d + 1),
             extra={"upper_loss": float(f_value), **diagnostics,
                    "hypergradient_norm": float(torch.linalg.norm(hyper)),
                    "phi_distance": float(torch.linalg.norm(phi - eye)), "step": t},
         )
-    return BiGFLResult(theta, theta, own, rec.history, rec.log, phi)
+    return BiGFLResult(theta, theta, run.own, run.recorder.history, run.recorder.log, phi)

@@ -46,29 +46,23 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor
 
+from .._validation import check_int
 from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
 from ..nn import (
+    DEFAULT_DTYPE,
     DeviceLike,
     FlatModel,
     GeneratorLike,
     StepSize,
-    as_batches,
     batch_gradients,
-    check_mask,
     freeze,
     make_generator,
     step_size,
 )
 from ..progress import tqdm
-from ._result import (
-    Callback,
-    FederatedResult,
-    _check_positive_int,
-    _initial_rows,
-    _itemsize,
-    _Recorder,
-)
-from .gossip import consensus_distance, mixing_matrix, to_torch_sparse
+from .aggregate import mix
+from .contract import FederatedResult, TrainingOptions, start_run
+from .gossip import mixing_matrix, to_torch_sparse
 
 __all__ = [
     "DFLState",
@@ -109,7 +103,7 @@ def mixing_operator(
     mixing: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
     *,
     rule: str = "metropolis",
-    dtype: torch.dtype = torch.float64,
+    dtype: torch.dtype = DEFAULT_DTYPE,
     device: DeviceLike = "cpu",
 ) -> tuple[Tensor, int]:
     """The mixing matrix as a torch tensor and the number of messages of one gossip.
@@ -135,11 +129,6 @@ def mixing_operator(
     t = t.to(dtype=dtype, device=device)
     off = t - torch.diag(torch.diagonal(t))
     return t, int((off != 0).sum())
-
-
-def mix(w: Tensor, values: Tensor) -> Tensor:
-    """``W @ values`` for a sparse or dense ``W``."""
-    return torch.sparse.mm(w, values) if w.is_sparse else w @ values
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,7 +170,7 @@ def dfl_iterates(
         raise ValueError(f"method must be 'sgd' or 'gt', got {method!r}")
     if order not in ("dsgd", "atc"):
         raise ValueError(f"order must be 'dsgd' or 'atc', got {order!r}")
-    tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
+    tau = check_int(local_steps, "local_steps", minimum=1)
     gradients = batch_gradients(model)
     gen = make_generator(seed)
 
@@ -230,89 +219,45 @@ def dfl_iterates(
         yield DFLState(t + 1, theta, g, tracker)
 
 
-def _run(
-    method: Method,
-    model: FlatModel,
-    data: Any,
-    mixing: Any,
-    *,
-    n_rounds: int,
-    local_steps: int,
-    lr: StepSize,
-    batch_size: int | None,
-    rule: str,
-    order: Order,
-    mask: Any,
-    init: Tensor | np.ndarray | None,
-    seed: GeneratorLike | None,
-    callback: Callback | None,
-    device: DeviceLike,
-    dtype: torch.dtype,
-    progress: bool,
-    mask_average: bool = False,
-) -> FederatedResult:
-    device = torch.device(device)
-    n_rounds = _check_positive_int(n_rounds, "n_rounds")
-    tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
-    source = as_batches(data, dtype, device)
-    n, p = source.n_clients, model.n_params
-    w_mix, messages_per_gossip = mixing_operator(mixing, rule=rule, dtype=dtype, device=device)
+def _run(method: Method, model: FlatModel, data: Any, mixing: Any,
+         options: TrainingOptions | None, overrides: dict[str, Any], *, rule: str, order: Order,
+         mask: Any, mask_average: bool) -> FederatedResult:
+    run = start_run(model, data, options, overrides, f"dfl_{method}",
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
+                    batches=True)
+    opts, n, tau = run.options, run.n_clients, run.options.local_steps
+    w_mix, messages_per_gossip = mixing_operator(mixing, rule=rule, dtype=run.dtype, device=run.device)
     if w_mix.shape != (n, n):
         raise ValueError(f"the mixing matrix is {tuple(w_mix.shape)} but there are {n} clients")
-    gen = make_generator(seed)
-    mask_t = check_mask(mask, n, p, dtype, device)
-    params = _initial_rows(model, init, n, gen, dtype, device, "client")
-    rec = _Recorder(callback, _itemsize(dtype))
-    everyone = torch.ones(n, dtype=torch.bool, device=device)
-    zeros = torch.zeros(n, dtype=torch.int64, device=device)
-    vectors = 2 if method == "gt" else 1  # DFL-GT gossips the model and the tracker
+    mask_t = run.mask(mask)
+    params = run.initial_rows(n, "client")
     steps = dfl_iterates(
-        model, source, w_mix, n_steps=n_rounds * tau, local_steps=tau, lr=lr,
-        batch_size=batch_size, method=method, order=order, mask=mask_t, params=params,
-        seed=gen, mask_average=mask_average,
+        model, run.data, w_mix, n_steps=opts.n_rounds * tau, local_steps=tau, lr=opts.lr,
+        batch_size=opts.batch_size, method=method, order=order, mask=mask_t, params=params,
+        seed=run.seed, mask_average=mask_average,
     )
-    rounds = tqdm(range(1, n_rounds + 1), desc=f"DFL-{method.upper()}", disable=not progress)
+    rounds = tqdm(range(1, opts.n_rounds + 1), desc=f"DFL-{method.upper()}", disable=not opts.progress)
     for r in rounds:
         for _ in range(tau):
             state = next(steps)
         params = state.params
-        rec.record(
-            r,
-            upload="models" if method == "sgd" else "models+trackers",
-            download="none",
-            clients=n,
-            messages_up=messages_per_gossip,
-            messages_down=0,
-            floats_up=messages_per_gossip * p * vectors,
-            floats_down=0,
-            client_params=params,
-            global_params=params.mean(dim=0, keepdim=True),
-            selected=everyone,
-            assignment=zeros,
-            extra={"consensus_distance": consensus_distance(params), "step": r * tau},
-        )
-    return FederatedResult(params, params.mean(dim=0, keepdim=True), zeros, rec.history, rec.log)
+        # DFL-GT gossips the model and the tracker
+        run.record_gossip(r, params, messages_per_gossip, upload="models" if method == "sgd" else
+                          "models+trackers", vectors=2 if method == "gt" else 1, extra={"step": r * tau})
+    return run.result(params, params.mean(dim=0, keepdim=True), run.zeros)
 
 
 def dfl_sgd(
     model: FlatModel,
     data: Any,
     mixing: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
+    options: TrainingOptions | None = None,
     *,
-    n_rounds: int,
-    local_steps: int,
-    lr: StepSize,
-    batch_size: int | None,
     rule: str = "metropolis",
     order: Order = "dsgd",
     mask: Any = None,
-    init: Tensor | np.ndarray | None = None,
-    seed: GeneratorLike | None = None,
-    callback: Callback | None = None,
-    device: DeviceLike = "cpu",
-    dtype: torch.dtype = torch.float64,
-    progress: bool = False,
     mask_average: bool = False,
+    **overrides: Any,
 ) -> FederatedResult:
     """DFL-SGD (the chapter, eqs. (10.3)-(10.4), Algorithm 1): local SGD with gossip every
     ``tau`` steps.
@@ -322,20 +267,19 @@ def dfl_sgd(
     model
         Model as a function of a flat parameter vector (e.g. :func:`~networkedfl.nn.from_module`).
     data
-        A :class:`~networkedfl.nn.ClientData`, a :class:`~.client_batches.ClientBatches`
-        or any :class:`~.client_batches.BatchSource` (per-client mini-batch sampler).
+        A :class:`~networkedfl.nn.ClientData`, a :class:`~networkedfl.nn.ClientBatches`
+        or any :class:`~networkedfl.nn.BatchSource` (per-client mini-batch sampler).
     mixing
         Communication graph (mixing by ``rule``) or an explicit doubly stochastic ``(n, n)``
         matrix.
-    n_rounds
-        Communication rounds; the run has ``n_rounds * local_steps`` iterations ``t``.
-    local_steps
-        ``tau``: gossip at ``mod(t, tau) = 0``.
-    lr
-        ``alpha^t``: a number or a schedule ``t -> alpha^t`` (e.g.
-        :func:`~.client_batches.inverse_sqrt`).
-    batch_size
-        ``m`` of eq. (10.2) (``None``: full local datasets).
+    options, **overrides
+        :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``
+        (communication rounds; the run has ``n_rounds * local_steps`` iterations ``t``),
+        ``local_steps`` (``tau``: gossip at ``mod(t, tau) = 0``), ``lr`` (``alpha^t``: a
+        number or a schedule ``t -> alpha^t``, e.g. :func:`~networkedfl.nn.inverse_sqrt`)
+        and ``batch_size`` (``m`` of eq. (10.2); ``None``: full local datasets).
+        Optional: ``init`` (``(P,)`` common start or ``(n, P)``), ``seed``, ``callback``
+        (runs after every round of ``tau`` iterations), ``device``, ``dtype``, ``progress``.
     rule
         Mixing rule when ``mixing`` is a graph (:data:`~.gossip.MIXING_RULES`).
     order
@@ -343,12 +287,6 @@ def dfl_sgd(
         FedAvg with ``tau`` local steps when ``W = 11^T/n``), see the module docstring.
     mask
         Optional ``(n, P)`` (or ``(P,)``) 0/1 mask: frozen coordinates never change.
-    init
-        ``(P,)`` common start or ``(n, P)``; ``None``: one draw of ``model.init``.
-    seed, callback, device, dtype
-        As in :func:`~networkedfl.algorithms.fedavg.fedavg`.
-    progress
-        Show a tqdm bar over rounds.
     mask_average
         With a mask: a gossip averages every trainable coordinate of client ``i`` over the
         neighbours that train it, ``sum_j W_ij m_j theta_j / sum_j W_ij m_j`` (the same for
@@ -359,33 +297,22 @@ def dfl_sgd(
     -------
     FederatedResult
         ``client_params`` ``(n, P)``; ``global_params`` the network average; history rows
-        with ``consensus_distance`` and ``step`` (iterations so far); the callback runs after
-        every round of ``tau`` iterations.
+        with ``consensus_distance`` and ``step`` (iterations so far).
     """
-    return _run("sgd", model, data, mixing, n_rounds=n_rounds, local_steps=local_steps, lr=lr,
-                batch_size=batch_size, rule=rule, order=order, mask=mask, init=init,
-                seed=seed, callback=callback, device=device, dtype=dtype,
-                progress=progress, mask_average=mask_average)
+    return _run("sgd", model, data, mixing, options, overrides, rule=rule, order=order, mask=mask,
+                mask_average=mask_average)
 
 
 def dfl_gt(
     model: FlatModel,
     data: Any,
     mixing: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
+    options: TrainingOptions | None = None,
     *,
-    n_rounds: int,
-    local_steps: int,
-    lr: StepSize,
-    batch_size: int | None,
     rule: str = "metropolis",
     mask: Any = None,
-    init: Tensor | np.ndarray | None = None,
-    seed: GeneratorLike | None = None,
-    callback: Callback | None = None,
-    device: DeviceLike = "cpu",
-    dtype: torch.dtype = torch.float64,
-    progress: bool = False,
     mask_average: bool = False,
+    **overrides: Any,
 ) -> FederatedResult:
     """DFL-GT (the chapter, eqs. (10.5)-(10.6), Algorithm 1): gradient tracking with the
     model and the tracker gossiped every ``tau`` steps.
@@ -394,7 +321,5 @@ def dfl_gt(
     Each gossip sends the model and the tracker (``upload="models+trackers"``, twice the
     floats of DFL-SGD).
     """
-    return _run("gt", model, data, mixing, n_rounds=n_rounds, local_steps=local_steps, lr=lr,
-                batch_size=batch_size, rule=rule, order="dsgd", mask=mask, init=init,
-                seed=seed, callback=callback, device=device, dtype=dtype,
-                progress=progress, mask_average=mask_average)
+    return _run("gt", model, data, mixing, options, overrides, rule=rule, order="dsgd", mask=mask,
+                mask_average=mask_average)

@@ -26,27 +26,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..nn import (
-    DeviceLike,
-    FlatModel,
-    GeneratorLike,
-    StepSize,
-    as_batches,
-    batch_gradients,
-    check_mask,
-    freeze,
-    make_generator,
-    step_size,
-)
+from ..nn import FlatModel, batch_gradients, freeze
 from ..progress import tqdm
-from ._result import (
-    Callback,
-    FederatedResult,
-    _check_positive_int,
-    _initial_rows,
-    _itemsize,
-    _Recorder,
-)
+from .contract import FederatedResult, TrainingOptions, start_run
+from .local_sgd import local_steps
 
 __all__ = ["fedavg_steps"]
 
@@ -54,42 +37,28 @@ __all__ = ["fedavg_steps"]
 def fedavg_steps(
     model: FlatModel,
     data: Any,
+    options: TrainingOptions | None = None,
     *,
-    n_rounds: int,
-    local_steps: int,
-    lr: StepSize,
-    batch_size: int | None,
     client_weights: Any = None,
     mask: Any = None,
-    init: Tensor | np.ndarray | None = None,
-    seed: GeneratorLike | None = None,
-    callback: Callback | None = None,
-    device: DeviceLike = "cpu",
-    dtype: torch.dtype = torch.float64,
-    progress: bool = False,
     mask_average: bool = False,
     groups: Any = None,
+    **overrides: Any,
 ) -> FederatedResult:
     """FedAvg: ``tau`` local SGD steps on every client, then the server average.
 
     Parameters
     ----------
-    model, data
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`.
-    n_rounds, local_steps, lr, batch_size
-        Rounds ``T``, local steps ``tau`` per round, step size (number or schedule of the
-        global iteration ``t``), mini-batch size (``None``: full batch).
+    model, data, options, **overrides
+        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the same options), except
+        ``init``: the starting global model ``(P,)``, or ``(n, P)`` starting models of the
+        clients (their frozen coordinates keep these values; the global model starts as
+        their average).
     client_weights
         ``(n,)`` non-negative averaging weights (normalised); ``None``: uniform ``1/n``
         (the objective (1/n) sum_i f_i of (P1)); ``"samples"``: local sample counts.
     mask
         Optional ``(n, P)`` 0/1 mask of trainable coordinates per client.
-    init
-        Starting global model ``(P,)``, or ``(n, P)`` starting models of the clients (their
-        frozen coordinates keep these values; the global model starts as their average);
-        ``None``: one draw of ``model.init``.
-    seed, callback, device, dtype, progress
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`.
     mask_average
         With a mask: the server averages every coordinate over the clients that train it
         (their weights renormalised; a coordinate no client trains keeps its global value),
@@ -108,13 +77,12 @@ def fedavg_steps(
         its own), ``global_params`` ``(1, P)`` (``(K, P)`` with ``K`` groups), ``assignment``
         zeros (the groups with ``groups``).
     """
-    device = torch.device(device)
-    n_rounds = _check_positive_int(n_rounds, "n_rounds")
-    tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
-    source = as_batches(data, dtype, device)
-    n, p = source.n_clients, model.n_params
-    gen = make_generator(seed)
-    mask_t = check_mask(mask, n, p, dtype, device)
+    run = start_run(model, data, options, overrides, "fedavg_steps",
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
+                    batches=True)
+    opts, source, gen = run.options, run.data, run.seed
+    n, p, dtype, device = run.n_clients, run.n_params, run.dtype, run.device
+    mask_t = run.mask(mask)
     weights = _client_weights(client_weights, source, n, dtype, device)
     member, group_of = _groups(groups, n, dtype, device)
 
@@ -135,36 +103,27 @@ def fedavg_steps(
         return torch.where(mass > 0, held / mass.clamp_min(torch.finfo(dtype).tiny),
                            plain if previous is None else previous)
 
+    init = opts.init
     if init is not None and n > 1 and tuple(np.shape(init)) == (n, p):
-        clients = _initial_rows(model, init, n, gen, dtype, device, "client")
+        clients = run.initial_rows(n, "client")
         glob = average(clients, None)
     else:
-        glob = _initial_rows(model, init, 1, gen, dtype, device, "server")
+        glob = run.initial_rows(1, "server")
         clients = glob.expand(n, -1).clone()
         if member is not None:
             glob = glob.expand(member.shape[1], -1).clone()
     gradients = batch_gradients(model)
-    rec = _Recorder(callback, _itemsize(dtype))
-    everyone = torch.ones(n, dtype=torch.bool, device=device)
-    zeros = torch.zeros(n, dtype=torch.int64, device=device) if group_of is None else group_of
+    zeros = run.zeros if group_of is None else group_of
     t = 0
-    for r in tqdm(range(1, n_rounds + 1), desc="FedAvg", disable=not progress):
+    for r in tqdm(range(1, opts.n_rounds + 1), desc="FedAvg", disable=not opts.progress):
         theta = freeze(glob.expand(n, -1) if member is None else glob[group_of], clients, mask_t)
-        for _ in range(tau):
-            x, y, w = source.sample(batch_size, gen)
-            g = gradients(theta, x, y, w)
-            if mask_t is not None:
-                g = g * mask_t
-            theta = freeze(theta - step_size(lr, t) * g, theta, mask_t)
-            t += 1
+        theta, t = local_steps(lambda th, batch: gradients(th, *batch), theta, source,
+                               steps=opts.local_steps, batch_size=opts.batch_size, lr=opts.lr,
+                               start=t, seed=gen, mask=mask_t)
         glob = average(theta, glob)
         clients = freeze(glob.expand(n, -1) if member is None else glob[group_of], theta, mask_t)
-        rec.record(
-            r, upload="models", download="models", clients=n, messages_up=n, messages_down=n,
-            floats_up=n * p, floats_down=n * p, client_params=clients, global_params=glob,
-            selected=everyone, assignment=zeros, extra={"step": t},
-        )
-    return FederatedResult(clients, glob, zeros, rec.history, rec.log)
+        run.record_exchange(r, clients, glob, zeros, extra={"step": t})
+    return run.result(clients, glob, zeros)
 
 
 def _groups(spec: Any, n: int, dtype: torch.dtype,

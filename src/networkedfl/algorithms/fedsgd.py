@@ -16,60 +16,28 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
-from torch import Tensor
 
-from ..nn import (
-    ClientData,
-    DeviceLike,
-    FlatModel,
-    GeneratorLike,
-    client_gradients,
-    make_generator,
-)
-from ._result import (
-    Callback,
-    FederatedResult,
-    _check_groups,
-    _check_participants,
-    _check_positive_int,
-    _initial_rows,
-    _itemsize,
-    _Recorder,
-)
-from .fedavg import _check_fraction, group_average, sample_clients
+from ..nn import ClientData, FlatModel, client_gradients
+from .aggregate import group_average
+from .contract import FederatedResult, TrainingOptions, start_run
 
 __all__ = ["fedsgd"]
 
 
-def fedsgd(
-    model: FlatModel,
-    data: ClientData,
-    *,
-    n_rounds: int,
-    lr: float,
-    client_fraction: float = 1.0,
-    groups: Any = None,
-    participants: Any = None,
-    init: Tensor | np.ndarray | None = None,
-    seed: GeneratorLike | None = None,
-    callback: Callback | None = None,
-    device: DeviceLike = "cpu",
-    dtype: torch.dtype = torch.float64,
-) -> FederatedResult:
+def fedsgd(model: FlatModel, data: ClientData, options: TrainingOptions | None = None,
+           **overrides: Any) -> FederatedResult:
     """FedSGD: one weighted gradient-averaging step per round.
 
     Parameters
     ----------
     model, data
         Model and local datasets, as for :func:`~networkedfl.algorithms.fedavg.fedavg`.
-    n_rounds
-        Communication rounds ``T`` (= gradient steps).
-    lr
-        Server step size ``gamma``.
-    client_fraction, groups, participants, init, seed, callback, device, dtype
-        As for :func:`~networkedfl.algorithms.fedavg.fedavg`.
+    options, **overrides
+        :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``
+        (``T`` = gradient steps) and ``lr`` (the server step size ``gamma``).  Optional:
+        ``client_fraction``, ``groups``, ``participants``, ``init``, ``seed``, ``callback``,
+        ``device``, ``dtype``, as for :func:`~networkedfl.algorithms.fedavg.fedavg`.
 
     Returns
     -------
@@ -77,31 +45,19 @@ def fedsgd(
         As FedAvg, with ``upload="gradients"`` in the log: per round ``|S_t|`` gradients of
         ``P`` floats up and ``|S_t|`` models down.
     """
-    device = torch.device(device)
-    n_rounds = _check_positive_int(n_rounds, "n_rounds")
-    _check_fraction(client_fraction)
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr!r}")
-    data = data.to(dtype, device)
-    n = data.n_clients
-    gen = make_generator(seed)
-    group_of, n_groups = _check_groups(groups, n, device)
-    allowed = _check_participants(participants, n, device)
-    global_params = _initial_rows(model, init, n_groups, gen, dtype, device, "group")
+    run = start_run(model, data, options, overrides, "fedsgd", required=("n_rounds", "lr"),
+                    optional=("client_fraction", "groups", "participants"))
+    opts, data = run.options, run.data
+    group_of, n_groups, allowed, global_params = run.server_models()
     n_local = data.n_samples
-    rec = _Recorder(callback, _itemsize(dtype))
-    for t in range(1, n_rounds + 1):
-        selected = sample_clients(group_of, n_groups, client_fraction, allowed, gen)
-        idx = torch.nonzero(selected).squeeze(1)
-        part = data if idx.numel() == n else data.subset(idx)
+    for t, selected, idx, part in run.server_rounds(group_of, n_groups, allowed):
         grads = client_gradients(
             model, global_params[group_of[idx]], part.features, part.targets, part.sample_weights
         )
         mean_grad = group_average(
             grads, n_local[idx], group_of[idx], torch.zeros_like(global_params)
         )
-        global_params = global_params - lr * mean_grad
-        rec.record_server_round(
-            t, upload="gradients", global_params=global_params, group_of=group_of, selected=selected
-        )
-    return rec.server_result(global_params, group_of)
+        global_params = global_params - opts.lr * mean_grad
+        run.record_server_round(t, upload="gradients", global_params=global_params,
+                                group_of=group_of, selected=selected)
+    return run.result(global_params[group_of], global_params, group_of)

@@ -61,27 +61,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..nn import (
-    DeviceLike,
-    FlatModel,
-    GeneratorLike,
-    StepSize,
-    as_batches,
-    batch_gradients,
-    check_mask,
-    freeze,
-    make_generator,
-    step_size,
-)
+from .._validation import check_int
+from ..nn import FlatModel, GeneratorLike, batch_gradients, freeze, make_generator
 from ..progress import tqdm
-from ._result import (
-    Callback,
-    FederatedResult,
-    _check_positive_int,
-    _initial_rows,
-    _itemsize,
-    _Recorder,
-)
+from .contract import FederatedResult, TrainingOptions, start_run
+from .local_sgd import local_steps
 
 __all__ = [
     "assign_nearest",
@@ -219,7 +203,7 @@ def kmeans(params: Tensor, k: int, seed: GeneratorLike, *, mask: Tensor | None =
     Returns the centres ``(K, P)``, the assignment ``(n,)`` (the E-step of the returned
     centres) and the centres' support ``(K, P)`` (``None`` without a mask).
     """
-    n_init = _check_positive_int(n_init, "n_init", allow_zero=False)
+    n_init = check_int(n_init, "n_init", minimum=1)
     gen = make_generator(seed)  # once: the restarts continue one stream
     best: tuple[float, Tensor, Tensor, Tensor | None] | None = None
     for _ in range(n_init):  # restarts, not clients
@@ -252,48 +236,33 @@ def kmeans_centres(params: Tensor, k: int, seed: GeneratorLike, max_iter: int = 
 def fesem(
     model: FlatModel,
     data: Any,
+    options: TrainingOptions | None = None,
     *,
     n_clusters: int,
-    n_rounds: int,
-    local_steps: int,
-    lr: StepSize,
-    batch_size: int | None,
     lam: float,
     mask: Any = None,
-    init: Tensor | np.ndarray | None = None,
     init_centres: Tensor | np.ndarray | None = None,
-    seed: GeneratorLike | None = None,
-    callback: Callback | None = None,
-    device: DeviceLike = "cpu",
-    dtype: torch.dtype = torch.float64,
-    progress: bool = False,
     mask_average: bool = False,
     kmeans_restarts: int = 10,
+    **overrides: Any,
 ) -> FederatedResult:
     """FeSEM (the chapter, Algorithms 2-3, eqs. (10.7)-(10.10)).
 
     Parameters
     ----------
-    model, data
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`.
+    model, data, options, **overrides
+        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the same options; ``n_rounds``
+        at least 1 without ``init_centres``).
     n_clusters
         ``K``.
-    n_rounds, local_steps, lr, batch_size
-        Rounds ``T``, local steps ``tau`` per round, step size (number or schedule of the
-        global iteration), mini-batch size.
     lam
         ``lambda`` of eq. (10.10): weight of ``||theta_i - theta_bar_k||^2``.
     mask
         Optional ``(n, P)`` 0/1 mask of trainable coordinates per client.
-    init
-        Common start ``(P,)`` (or ``(n, P)``); ``None``: one draw of ``model.init``.
     init_centres
         ``(K, P)`` initial centres (every round is then an EM round; the first E-step
         compares the start with these centres); ``None``: round 1 is the warm-up and
-        k-means initialisation of the module docstring (draws from ``seed``; needs
-        ``n_rounds >= 1``).
-    seed, callback, device, dtype, progress
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`.
+        k-means initialisation of the module docstring (draws from ``seed``).
     mask_average
         With a mask: E-step distances over the coordinates that the client trains and the
         centre's cluster trains, M-step means over the members that train a coordinate
@@ -312,33 +281,29 @@ def fesem(
         ``global_params`` the ``K`` centres of the last M-step, ``assignment`` the last
         E-step.  History rows hold ``cluster_sizes`` (a list) and ``step``.
     """
-    device = torch.device(device)
-    n_rounds = _check_positive_int(n_rounds, "n_rounds", allow_zero=init_centres is not None)
-    tau = _check_positive_int(local_steps, "local_steps", allow_zero=False)
-    k = _check_positive_int(n_clusters, "n_clusters", allow_zero=False)
-    restarts = _check_positive_int(kmeans_restarts, "kmeans_restarts", allow_zero=False)
+    k = check_int(n_clusters, "n_clusters", minimum=1)
+    restarts = check_int(kmeans_restarts, "kmeans_restarts", minimum=1)
     if not lam >= 0:
         raise ValueError(f"lam must be non-negative, got {lam}")
-    source = as_batches(data, dtype, device)
-    n, p = source.n_clients, model.n_params
-    gen = make_generator(seed)
-    mask_t = check_mask(mask, n, p, dtype, device)
-    theta = _initial_rows(model, init, n, gen, dtype, device, "client")
+    run = start_run(model, data, options, overrides, "fesem",
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
+                    batches=True)
+    opts, gen, p, dtype, device = run.options, run.seed, run.n_params, run.dtype, run.device
+    n_rounds = check_int(opts.n_rounds, "n_rounds", minimum=0 if init_centres is not None else 1)
+    mask_t = run.mask(mask)
+    theta = run.initial_rows(run.n_clients, "client")
     gradients = batch_gradients(model)
     t = 0
 
     def local_update(start: Tensor, anchor: Tensor | None, weight: float) -> Tensor:
         nonlocal t
-        th = start
-        for _ in range(tau):
-            x, y, w = source.sample(batch_size, gen)
-            g = gradients(th, x, y, w)
-            if anchor is not None and weight > 0:
-                g = g + 2.0 * weight * (th - anchor)
-            if mask_t is not None:
-                g = g * mask_t
-            th = freeze(th - step_size(lr, t) * g, th, mask_t)
-            t += 1
+
+        def gradient(th: Tensor, batch: tuple[Tensor, Tensor, Tensor]) -> Tensor:
+            g = gradients(th, *batch)
+            return g + 2.0 * weight * (th - anchor) if anchor is not None and weight > 0 else g
+
+        th, t = local_steps(gradient, start, run.data, steps=opts.local_steps,
+                            batch_size=opts.batch_size, lr=opts.lr, start=t, seed=gen, mask=mask_t)
         return th
 
     warm_up = init_centres is None
@@ -350,9 +315,7 @@ def fesem(
             raise ValueError(f"init_centres must be ({k}, {p}), got {tuple(centres.shape)}")
     # support of the centres (mask_average): given centres hold every coordinate
     support = None if held is None else torch.ones((k, p), dtype=dtype, device=device)
-    rec = _Recorder(callback, _itemsize(dtype))
-    everyone = torch.ones(n, dtype=torch.bool, device=device)
-    assignment = torch.zeros(n, dtype=torch.int64, device=device)
+    assignment = run.zeros
     assigned = False  # whether `assignment` is an E-step of earlier models (not the placeholder)
 
     def m_step(models: Tensor, r_: Tensor, centres_: Tensor,
@@ -360,7 +323,7 @@ def fesem(
         new = cluster_means(models, r_, centres_, held)  # (10.9)
         return new, (None if held is None else cluster_support(r_, held, support_))
 
-    for r in tqdm(range(1, n_rounds + 1), desc="FeSEM", disable=not progress):
+    for r in tqdm(range(1, n_rounds + 1), desc="FeSEM", disable=not opts.progress):
         if warm_up and r == 1:  # tau unpenalised local steps, then k-means of the models
             theta = local_update(theta, None, 0.0)
             centres, assignment, support = kmeans(
@@ -373,10 +336,7 @@ def fesem(
             anchor = centres[assignment]
             theta = local_update(freeze(anchor, theta, mask_t), anchor, float(lam))  # Alg. 3
         assigned = True
-        rec.record(
-            r, upload="models", download="models", clients=n, messages_up=n, messages_down=n,
-            floats_up=n * p, floats_down=n * p, client_params=theta, global_params=centres,
-            selected=everyone, assignment=assignment,
-            extra={"cluster_sizes": torch.bincount(assignment, minlength=k).tolist(), "step": t},
-        )
-    return FederatedResult(theta, centres, assignment, rec.history, rec.log)
+        run.record_exchange(r, theta, centres, assignment,
+                            extra={"cluster_sizes": torch.bincount(assignment, minlength=k).tolist(),
+                                   "step": t})
+    return run.result(theta, centres, assignment)

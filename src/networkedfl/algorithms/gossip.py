@@ -16,21 +16,18 @@ to ``w_bar``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 import torch
 from torch import Tensor
 
+from .._validation import check_int
 from ..graphs import GraphLike, as_graph
-from ..nn import ClientData, DeviceLike, FlatModel, GeneratorLike, make_generator
-from ._result import (
-    Callback,
-    FederatedResult,
-    _check_positive_int,
-    _initial_rows,
-    _itemsize,
-    _Recorder,
-)
+from ..nn import DEFAULT_DTYPE, ClientData, DeviceLike, FlatModel
+from .aggregate import consensus_distance, mix
+from .contract import FederatedResult, TrainingOptions, start_run
 from .local_sgd import local_sgd
 
 __all__ = [
@@ -41,6 +38,7 @@ __all__ = [
     "mixing_matrix",
     "to_torch_sparse",
 ]
+# consensus_distance lives in .aggregate (shared with DFL); importable from here as before
 
 MIXING_RULES = ("metropolis", "max_degree", "laplacian")
 
@@ -120,7 +118,7 @@ def mixing_matrix(
 
 
 def to_torch_sparse(
-    matrix: sp.spmatrix, *, dtype: torch.dtype = torch.float64, device: DeviceLike = "cpu"
+    matrix: sp.spmatrix, *, dtype: torch.dtype = DEFAULT_DTYPE, device: DeviceLike = "cpu"
 ) -> Tensor:
     """A scipy sparse matrix as a coalesced torch COO tensor."""
     coo = sp.coo_matrix(matrix)
@@ -141,7 +139,7 @@ def gossip_average(
     a torch sparse product; ``mixing`` may be either kind).  Every step preserves the
     average over the first axis when ``W`` is doubly stochastic.
     """
-    n_steps = _check_positive_int(n_steps, "n_steps")
+    n_steps = check_int(n_steps, "n_steps", minimum=0)
     if isinstance(values, Tensor):
         w = (
             mixing
@@ -161,29 +159,16 @@ def gossip_average(
     return np.asarray(flat).reshape(arr.shape)
 
 
-def consensus_distance(params: Tensor) -> float:
-    """``(1/n) sum_k ||w_k - w_bar||^2`` of the rows of ``params`` ``(n, P)``."""
-    centred = params - params.mean(dim=0, keepdim=True)
-    return float((centred**2).sum(dim=1).mean())
-
-
 def decentralized_fedavg(
     model: FlatModel,
     data: ClientData,
     graph: GraphLike,
+    options: TrainingOptions | None = None,
     *,
-    n_rounds: int,
-    local_epochs: int,
-    batch_size: int | None,
-    lr: float,
     rule: str = "metropolis",
     alpha: float | None = None,
     gossip_steps: int = 1,
-    init: Tensor | np.ndarray | None = None,
-    seed: GeneratorLike | None = None,
-    callback: Callback | None = None,
-    device: DeviceLike = "cpu",
-    dtype: torch.dtype = torch.float64,
+    **overrides: Any,
 ) -> FederatedResult:
     """Peer-to-peer FedAvg: local SGD, then gossip with the neighbours, every round.
 
@@ -198,16 +183,15 @@ def decentralized_fedavg(
         Model and local datasets of the ``graph.n_nodes`` clients.
     graph
         Communication graph: client ``k`` exchanges models with its neighbours only.
-    n_rounds, local_epochs, batch_size, lr
-        Rounds and local training, as in :func:`~networkedfl.algorithms.fedavg.fedavg`.
+    options, **overrides
+        :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``,
+        ``local_epochs``, ``batch_size``, ``lr`` (rounds and local training, as in
+        :func:`~networkedfl.algorithms.fedavg.fedavg`).  Optional: ``init`` (``(P,)``
+        common start or ``(n, P)``), ``seed``, ``callback``, ``device``, ``dtype``.
     rule, alpha
         Mixing matrix (:func:`mixing_matrix`).
     gossip_steps
         Gossip exchanges per round.
-    init
-        ``(P,)`` common start or ``(n, P)``; ``None``: one draw of ``model.init``.
-    seed, callback, device, dtype
-        As in :func:`~networkedfl.algorithms.fedavg.fedavg`.
 
     Returns
     -------
@@ -219,44 +203,22 @@ def decentralized_fedavg(
         History rows hold ``consensus_distance`` after the round's gossip.
     """
     graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
-    device = torch.device(device)
-    n_rounds = _check_positive_int(n_rounds, "n_rounds")
-    gossip_steps = _check_positive_int(gossip_steps, "gossip_steps")
-    data = data.to(dtype, device)
-    n = data.n_clients
+    gossip_steps = check_int(gossip_steps, "gossip_steps", minimum=0)
+    run = start_run(model, data, options, overrides, "decentralized_fedavg",
+                    required=("n_rounds", "local_epochs", "batch_size", "lr"))
+    opts, n = run.options, run.n_clients
     if graph.n_nodes != n:
         raise ValueError(f"the graph has {graph.n_nodes} nodes but there are {n} clients")
     # gossip reaches consensus only on a connected graph; the Laplacian rule mixes by weight
     graph.check(purpose="decentralized_fedavg", require_connected=True, allow_zero_weights=rule != "laplacian")
-    gen = make_generator(seed)
     w_mix = mixing_matrix(graph, rule, alpha)
     messages_per_step = int(w_mix.nnz - np.count_nonzero(w_mix.diagonal()))
-    w_torch = to_torch_sparse(w_mix, dtype=dtype, device=device)
-    params = _initial_rows(model, init, n, gen, dtype, device, "client")
-    rec = _Recorder(callback, _itemsize(dtype))
-    everyone = torch.ones(n, dtype=torch.bool, device=device)
-    zeros = torch.zeros(n, dtype=torch.int64, device=device)
-    p = model.n_params
-    for t in range(1, n_rounds + 1):
-        params = local_sgd(
-            model, params, data, epochs=local_epochs, batch_size=batch_size, lr=lr, seed=gen
-        )
+    w_torch = to_torch_sparse(w_mix, dtype=run.dtype, device=run.device)
+    params = run.initial_rows(n, "client")
+    for t in range(1, opts.n_rounds + 1):
+        params = local_sgd(model, params, run.data, epochs=opts.local_epochs,
+                           batch_size=opts.batch_size, lr=opts.lr, seed=run.seed)
         for _ in range(gossip_steps):
-            params = torch.sparse.mm(w_torch, params)
-        messages = messages_per_step * gossip_steps
-        rec.record(
-            t,
-            upload="models",
-            download="none",
-            clients=n,
-            messages_up=messages,
-            messages_down=0,
-            floats_up=messages * p,
-            floats_down=0,
-            client_params=params,
-            global_params=params.mean(dim=0, keepdim=True),
-            selected=everyone,
-            assignment=zeros,
-            extra={"consensus_distance": consensus_distance(params)},
-        )
-    return FederatedResult(params, params.mean(dim=0, keepdim=True), zeros, rec.history, rec.log)
+            params = mix(w_torch, params)
+        run.record_gossip(t, params, messages_per_step * gossip_steps)
+    return run.result(params, params.mean(dim=0, keepdim=True), run.zeros)

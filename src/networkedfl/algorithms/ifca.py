@@ -34,23 +34,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..nn import (
-    ClientData,
-    DeviceLike,
-    FlatModel,
-    GeneratorLike,
-    losses_of_models,
-    make_generator,
-)
-from ._result import (
-    Callback,
-    FederatedResult,
-    _check_participants,
-    _check_positive_int,
-    _itemsize,
-    _Recorder,
-)
-from .fedavg import _check_fraction, group_average, sample_clients
+from .._validation import check_int
+from ..nn import ClientData, FlatModel, losses_of_models
+from .aggregate import group_average
+from .contract import FederatedResult, TrainingOptions, start_run
 from .local_sgd import local_sgd
 
 __all__ = ["AGGREGATIONS", "ifca"]
@@ -91,21 +78,12 @@ def _initial_clusters(
 def ifca(
     model: FlatModel,
     data: ClientData,
+    options: TrainingOptions | None = None,
     *,
     n_clusters: int,
-    n_rounds: int,
-    local_epochs: int = 1,
-    batch_size: int | None = None,
-    lr: float,
-    init: str | Tensor | np.ndarray = "random",
     aggregation: str = "cluster",
     initial_assignment: Any = None,
-    client_fraction: float = 1.0,
-    participants: Any = None,
-    seed: GeneratorLike | None = None,
-    callback: Callback | None = None,
-    device: DeviceLike = "cpu",
-    dtype: torch.dtype = torch.float64,
+    **overrides: Any,
 ) -> FederatedResult:
     """IFCA with ``n_clusters`` cluster models (Ghosh et al. 2020, Algorithm 1).
 
@@ -113,15 +91,18 @@ def ifca(
     ----------
     model, data
         Model and local datasets.
+    options, **overrides
+        :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``
+        (``T``) and ``lr``.  ``local_epochs`` (default 1) and ``batch_size`` (default
+        ``None``): local training of each client (default one full-batch gradient step).
+        ``init``: ``None`` or ``"random"``: ``k`` independent draws of ``model.init`` with
+        the generator (they must differ); or a ``(k, P)`` tensor.  ``client_fraction``,
+        ``participants``: client selection per round, as in
+        :func:`~networkedfl.algorithms.fedavg.fedavg` (no groups); ``seed``, ``callback``
+        (history rows also hold ``cluster_sizes``: how many selected clients chose each
+        cluster), ``device``, ``dtype``.
     n_clusters
         Number ``k`` of cluster models.
-    n_rounds
-        Rounds ``T``.
-    local_epochs, batch_size, lr
-        Local training of each client (defaults: one full-batch gradient step).
-    init
-        ``"random"``: ``k`` independent draws of ``model.init`` with the generator (they
-        must differ); or a ``(k, P)`` tensor.
     aggregation
         ``"cluster"`` (default): the server averages the returned models within each
         estimated cluster.  ``"all_clients"``: it moves cluster ``j`` by ``s_j`` times that
@@ -133,12 +114,6 @@ def ifca(
         of least local loss.  An ``(n,)`` array of cluster indices: the clusters of round 1
         (e.g. all zeros: every client starts in cluster 0, as the GTV authors' MNIST
         notebook does, EXPERIMENTS.md §8 item 10); min-loss from round 2 on.
-    client_fraction, participants
-        Client selection per round, as in :func:`~networkedfl.algorithms.fedavg.fedavg`
-        (no groups).
-    seed, callback, device, dtype
-        As in :func:`~networkedfl.algorithms.fedavg.fedavg`.  History rows also hold
-        ``cluster_sizes``: how many selected clients chose each cluster.
 
     Returns
     -------
@@ -149,17 +124,17 @@ def ifca(
         The log counts ``|S_t|`` messages of ``k * P`` floats down (all cluster models)
         and ``|S_t|`` messages of ``P`` floats up per round.
     """
-    device = torch.device(device)
-    k = _check_positive_int(n_clusters, "n_clusters", allow_zero=False)
-    n_rounds = _check_positive_int(n_rounds, "n_rounds")
-    _check_fraction(client_fraction)
+    k = check_int(n_clusters, "n_clusters", minimum=1)
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
-    data = data.to(dtype, device)
-    n = data.n_clients
-    gen = make_generator(seed)
-    allowed = _check_participants(participants, n, device)
-    clusters = _initial_clusters(model, init, k, gen, dtype, device)
+    run = start_run(model, data, options, overrides, "ifca", required=("n_rounds", "lr"),
+                    optional=("client_fraction", "participants"),
+                    defaults={"local_epochs": 1, "batch_size": None})
+    opts, data, gen = run.options, run.data, run.seed
+    n, dtype, device = run.n_clients, run.dtype, run.device
+    allowed = run.participants()
+    clusters = _initial_clusters(model, "random" if opts.init is None else opts.init, k, gen,
+                                 dtype, device)
     first = None
     if initial_assignment is not None:
         first = torch.as_tensor(np.asarray(initial_assignment), device=device)
@@ -167,51 +142,28 @@ def ifca(
             raise ValueError(f"initial_assignment must be {n} cluster indices in [0, {k}), got "
                              f"shape {tuple(first.shape)}")
         first = first.to(torch.int64)
-    no_groups = torch.zeros(n, dtype=torch.int64, device=device)
     assignment = torch.full((n,), -1, dtype=torch.int64, device=device)
     n_local = data.n_samples
-    rec = _Recorder(callback, _itemsize(dtype))
     p = model.n_params
-    for t in range(1, n_rounds + 1):
-        selected = sample_clients(no_groups, 1, client_fraction, allowed, gen)
-        idx = torch.nonzero(selected).squeeze(1)
-        part = data if idx.numel() == n else data.subset(idx)
+    for t, selected, idx, part in run.server_rounds(run.zeros, 1, allowed):
         losses = losses_of_models(model, clusters, part.features, part.targets, part.sample_weights)
         chosen = torch.argmin(losses, dim=1) if (t > 1 or first is None) else first[idx]
         assignment = assignment.index_put((idx,), chosen)
-        local = local_sgd(
-            model,
-            clusters[chosen],
-            part,
-            epochs=local_epochs,
-            batch_size=batch_size,
-            lr=lr,
-            seed=gen,
-        )
+        local = local_sgd(model, clusters[chosen], part, epochs=opts.local_epochs,
+                          batch_size=opts.batch_size, lr=opts.lr, seed=gen)
         averaged = group_average(local, n_local[idx], chosen, clusters)
         if aggregation == "all_clients":
             weights = n_local[idx].to(dtype)
             share = torch.zeros(k, dtype=dtype, device=device).index_add_(0, chosen, weights) / weights.sum()
             averaged = clusters + share[:, None] * (averaged - clusters)
         clusters = averaged
-        s = int(idx.numel())
         known = assignment.clamp_min(0)
-        rec.record(
-            t,
-            upload="models",
-            download="models",
-            clients=s,
-            messages_up=s,
-            messages_down=s,
-            floats_up=s * p,
-            floats_down=s * k * p,
-            client_params=clusters[known],
-            global_params=clusters,
-            selected=selected,
-            assignment=assignment,
+        run.record_server_round(  # every selected client downloads all k cluster models
+            t, upload="models", global_params=clusters, group_of=assignment, selected=selected,
+            client_params=clusters[known], floats_down=int(idx.numel()) * k * p,
             extra={"cluster_sizes": torch.bincount(chosen, minlength=k).tolist()},
         )
     final = torch.argmin(
         losses_of_models(model, clusters, data.features, data.targets, data.sample_weights), dim=1
     )
-    return FederatedResult(clusters[final], clusters, final, rec.history, rec.log)
+    return run.result(clusters[final], clusters, final)

@@ -15,14 +15,24 @@ run over epochs and mini-batch steps only, never over clients.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import Tensor
 from torch.func import grad, vmap
 
-from ..nn import ClientData, FlatModel, GeneratorLike, make_generator
+from ..nn import (
+    BatchSource,
+    ClientData,
+    FlatModel,
+    GeneratorLike,
+    StepSize,
+    make_generator,
+    sgd_step,
+    step_size,
+)
 
-__all__ = ["epoch_order", "local_sgd"]
+__all__ = ["epoch_batches", "epoch_order", "local_sgd", "local_steps"]
 
 
 def epoch_order(sample_weights: Tensor, seed: GeneratorLike) -> Tensor:
@@ -36,6 +46,26 @@ def epoch_order(sample_weights: Tensor, seed: GeneratorLike) -> Tensor:
     keys = torch.rand((n, m), generator=make_generator(seed), dtype=torch.float64)
     keys = keys.to(sample_weights.device).masked_fill(sample_weights <= 0, 2.0)
     return torch.argsort(keys, dim=1)
+
+
+def epoch_batches(data: ClientData, batch_size: int, seed: GeneratorLike) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+    """The mini-batches of one epoch of every client, ``(features, targets, weights)`` of
+    shapes ``(n, B, ...)``, ``(n, B)``, ``(n, B)``.
+
+    Every client's samples in a fresh random order (:func:`epoch_order`, drawn when the
+    first batch is taken), cut into ``ceil(m_max / B)`` consecutive blocks, ``m_max`` the
+    largest client's number of real samples; a client's last block may be smaller than
+    ``B`` and a client with fewer samples gets blocks of padding only (weight 0).
+    """
+    n = data.n_clients
+    n_steps = math.ceil(int(data.counts.max()) / batch_size) if n else 0
+    rows = torch.arange(n, device=data.device)[:, None]
+    x, y, w = data.features, data.targets, data.sample_weights
+    order = epoch_order(w, seed)
+    xs, ys, ws = x[rows, order], y[rows, order], w[rows, order]
+    for s in range(n_steps):
+        block = slice(s * batch_size, (s + 1) * batch_size)
+        yield xs[:, block], ys[:, block], ws[:, block]
 
 
 def local_sgd(
@@ -101,16 +131,41 @@ def local_sgd(
     largest = int(data.counts.max()) if n else 0
     if batch_size is None or batch_size >= largest:
         for _ in range(int(epochs)):
-            params = params - lr * step_grad(params, x, y, w)
+            params = sgd_step(params, step_grad(params, x, y, w), lr)
         return params
 
     gen = make_generator(seed)
-    n_steps = math.ceil(largest / batch_size)
-    rows = torch.arange(n, device=data.device)[:, None]
     for _ in range(int(epochs)):
-        order = epoch_order(w, gen)
-        xs, ys, ws = x[rows, order], y[rows, order], w[rows, order]
-        for s in range(n_steps):
-            block = slice(s * batch_size, (s + 1) * batch_size)
-            params = params - lr * step_grad(params, xs[:, block], ys[:, block], ws[:, block])
+        for xb, yb, wb in epoch_batches(data, batch_size, gen):
+            params = sgd_step(params, step_grad(params, xb, yb, wb), lr)
     return params
+
+
+def local_steps(
+    gradient: Callable[[Tensor, tuple[Tensor, Tensor, Tensor]], Tensor],
+    params: Tensor,
+    source: BatchSource,
+    *,
+    steps: int,
+    batch_size: int | None,
+    lr: StepSize,
+    start: int,
+    seed: torch.Generator,
+    mask: Tensor | None = None,
+) -> tuple[Tensor, int]:
+    """``steps`` local mini-batch SGD steps of every client (the chapter's eq. (10.3)).
+
+    Step ``t = start, start + 1, ...`` draws a fresh mini-batch of every client
+    (``source.sample(batch_size, seed)``, eq. (10.2)), evaluates ``gradient(params,
+    batch)`` ``(n, P)``, zeroes the frozen coordinates (``mask`` 0) and moves
+    ``params <- params - alpha^t g`` (:func:`~networkedfl.nn.sgd_step`, ``alpha^t`` of the
+    schedule ``lr``).  Returns the parameters and the next iteration count.
+    """
+    t = start
+    for _ in range(steps):
+        g = gradient(params, source.sample(batch_size, seed))
+        if mask is not None:
+            g = g * mask
+        params = sgd_step(params, g, step_size(lr, t), mask)
+        t += 1
+    return params, t

@@ -1,8 +1,8 @@
-"""Logging hooks for the torch algorithms' ``callback`` (:data:`~networkedfl.algorithms._result.Callback`).
+"""Logging hooks for the torch algorithms' ``callback`` (:data:`~networkedfl.algorithms.contract.Callback`).
 
 Every torch algorithm (FedAvg, FedSGD, IFCA, pFedMe, gossip, DFL, FeSEM, BiG-FL, local
 training) calls ``callback(state)`` after each round with a
-:class:`~networkedfl.algorithms._result.RoundState`; what the callback returns is added
+:class:`~networkedfl.algorithms.contract.RoundState`; what the callback returns is added
 to the round's history row.  The loggers here are such callbacks:
 
 * :class:`CSVLogger` appends one row per round to a CSV file (flushed every round, so a
@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._result import Callback, RoundState
+from .contract import Callback, RoundState
 
 __all__ = ["CSVLogger", "TensorBoardLogger", "compose"]
 

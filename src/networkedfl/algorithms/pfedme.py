@@ -28,28 +28,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 from torch.func import grad, vmap
 
-from ..nn import (
-    ClientData,
-    DeviceLike,
-    FlatModel,
-    GeneratorLike,
-    make_generator,
-)
-from ._result import (
-    Callback,
-    FederatedResult,
-    _check_participants,
-    _check_positive_int,
-    _initial_rows,
-    _itemsize,
-    _Recorder,
-)
-from .fedavg import _check_fraction, sample_clients
+from .._validation import check_int
+from ..nn import ClientData, FlatModel, sgd_step
+from .aggregate import sample_clients
+from .contract import FederatedResult, TrainingOptions, start_run
 from .local_sgd import epoch_order
 
 __all__ = ["pfedme", "personalised_steps"]
@@ -74,29 +60,21 @@ def personalised_steps(
     """
     step_grad = vmap(grad(model.loss))
     for _ in range(int(steps)):
-        theta = theta - lr * (step_grad(theta, features, targets, weights) + lam * (theta - anchor))
+        theta = sgd_step(theta, step_grad(theta, features, targets, weights) + lam * (theta - anchor), lr)
     return theta
 
 
 def pfedme(
     model: FlatModel,
     data: ClientData,
+    options: TrainingOptions | None = None,
     *,
-    n_rounds: int,
     local_rounds: int = 20,
     inner_steps: int = 5,
-    batch_size: int = 20,
-    lr: float = 0.005,
     personal_lr: float = 0.09,
     lam: float = 15.0,
     beta: float = 1.0,
-    client_fraction: float = 1.0,
-    participants: Any = None,
-    init: Tensor | np.ndarray | None = None,
-    seed: GeneratorLike | None = None,
-    callback: Callback | None = None,
-    device: DeviceLike = "cpu",
-    dtype: torch.dtype = torch.float64,
+    **overrides: Any,
 ) -> FederatedResult:
     """pFedMe (Dinh et al. 2020, Algorithm 1) for all clients at once.
 
@@ -104,29 +82,25 @@ def pfedme(
     ----------
     model, data
         Model and local datasets (padding carries weight 0).
-    n_rounds
-        Global rounds ``T``.
+    options, **overrides
+        :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``
+        (``T``).  ``batch_size`` (default 20): ``|D|``, samples per mini-batch (drawn
+        without replacement, a fresh draw each local round); ``lr`` (default 0.005):
+        ``eta``, the local update of ``w_i``.  ``client_fraction``, ``participants``:
+        clients aggregated per round, as in :func:`~networkedfl.algorithms.fedavg.fedavg`
+        (every participant trains; the server averages a random subset).  ``init``: the
+        starting global model ``(P,)``; ``seed``, ``callback`` (``RoundState.client_params``
+        are the personalised models ``theta_i``), ``device``, ``dtype``.
     local_rounds
         ``R``: mini-batches (local updates of ``w_i``) per round.
     inner_steps
         ``K``: gradient steps of the personalised problem per mini-batch.
-    batch_size
-        ``|D|``: samples per mini-batch (drawn without replacement, a fresh draw each
-        local round).
-    lr, personal_lr
-        ``eta`` (local update of ``w_i``) and the personalised step size.
+    personal_lr
+        The personalised step size.
     lam
         Regularisation ``lambda`` of the Moreau envelope.
     beta
         Server mixing parameter (1: plain averaging).
-    client_fraction, participants
-        Clients aggregated per round, as in :func:`~networkedfl.algorithms.fedavg.fedavg`
-        (every participant trains; the server averages a random subset).
-    init
-        Starting global model ``(P,)``; ``None``: one draw of ``model.init``.
-    seed, callback, device, dtype
-        As in :func:`~networkedfl.algorithms.fedavg.fedavg`; ``RoundState.client_params``
-        are the personalised models ``theta_i``.
 
     Returns
     -------
@@ -135,32 +109,28 @@ def pfedme(
         the global model; ``assignment`` zeros.  The log counts ``|S_t|`` model uploads and
         one download per participating client per round.
     """
-    device = torch.device(device)
-    n_rounds = _check_positive_int(n_rounds, "n_rounds")
-    local_rounds = _check_positive_int(local_rounds, "local_rounds", allow_zero=False)
-    inner_steps = _check_positive_int(inner_steps, "inner_steps", allow_zero=False)
-    batch_size = _check_positive_int(batch_size, "batch_size", allow_zero=False)
-    _check_fraction(client_fraction)
-    for name, value in (("lr", lr), ("personal_lr", personal_lr), ("lam", lam)):
+    local_rounds = check_int(local_rounds, "local_rounds", minimum=1)
+    inner_steps = check_int(inner_steps, "inner_steps", minimum=1)
+    for name, value in (("personal_lr", personal_lr), ("lam", lam)):
         if not value > 0:
             raise ValueError(f"{name} must be positive, got {value!r}")
     if not 0 < beta <= 2:
         raise ValueError(f"beta must be in (0, 2], got {beta!r}")
-    data = data.to(dtype, device)
-    n = data.n_clients
-    gen = make_generator(seed)
-    allowed = _check_participants(participants, n, device, allow_none=True)
-    global_w = _initial_rows(model, init, 1, gen, dtype, device, "server")[0]
+    run = start_run(model, data, options, overrides, "pfedme", required=("n_rounds",),
+                    optional=("client_fraction", "participants"),
+                    defaults={"batch_size": 20, "lr": 0.005})
+    opts, data, gen, n = run.options, run.data, run.seed, run.n_clients
+    batch_size, lr = check_int(opts.batch_size, "batch_size", minimum=1), opts.lr
+    allowed = run.participants(allow_none=True)
+    global_w = run.initial_rows(1, "server")[0]
     theta = global_w.expand(n, -1).clone()
-    groups = torch.zeros(n, dtype=torch.int64, device=device)
-    rows = torch.arange(n, device=device)[:, None]
+    groups = run.zeros
+    rows = run.own[:, None]
     x, y, w = data.features, data.targets, data.sample_weights
     n_local = data.n_samples
     take = min(batch_size, data.max_samples)
-    rec = _Recorder(callback, _itemsize(dtype))
-    p = model.n_params
     trains = allowed
-    for t in range(1, n_rounds + 1):
+    for t in range(1, opts.n_rounds + 1):
         local_w = global_w.expand(n, -1).clone()
         theta = torch.where(trains[:, None], global_w.expand(n, -1), theta)
         for _ in range(local_rounds):
@@ -171,25 +141,14 @@ def pfedme(
             )
             theta = torch.where(trains[:, None], theta_new, theta)
             local_w = local_w - lr * lam * (local_w - theta)
-        selected = sample_clients(groups, 1, client_fraction, allowed, gen)
+        selected = sample_clients(groups, 1, opts.client_fraction, allowed, gen)
         weights = torch.where(selected, n_local, torch.zeros_like(n_local))
         total = weights.sum()
         if total > 0:
             average = (weights[:, None] * local_w).sum(dim=0) / total
             global_w = (1.0 - beta) * global_w + beta * average
-        s, r = int(selected.sum()), int(trains.sum())
-        rec.record(
-            t,
-            upload="models",
-            download="models",
-            clients=r,
-            messages_up=s,
-            messages_down=r,
-            floats_up=s * p,
-            floats_down=r * p,
-            client_params=theta,
-            global_params=global_w[None],
-            selected=selected,
-            assignment=groups,
+        run.record_server_round(  # every participant downloads the model, |S_t| upload
+            t, upload="models", global_params=global_w[None], group_of=groups, selected=selected,
+            client_params=theta, downloads=int(trains.sum()),
         )
-    return FederatedResult(theta, global_w[None], groups, rec.history, rec.log)
+    return run.result(theta, global_w[None], groups)

@@ -2,9 +2,11 @@
 
 One subpackage per paper (:mod:`.gtv`, :mod:`.fedrelax`, :mod:`.gfl`, :mod:`.lecture`),
 each with its runs, its targets' registration and its figure functions; the registry,
-claims, tuning protocol and variants are shared.
+claims, tuning protocol and variants are shared; :mod:`.deviations` names the deviations from
+the papers that each target depends on.
 """
 
+from .deviations import DEVIATIONS, deviation_link, deviation_paper
 from .fedrelax import targets as _fedrelax_targets  # noqa: F401  (register the targets)
 from .gfl import reviews_targets as _gfl_reviews_targets  # noqa: F401
 from .gfl import synthetic_targets as _gfl_synthetic_targets  # noqa: F401
@@ -12,6 +14,17 @@ from .gtv import ablation as _gtv_ablation  # noqa: F401
 from .gtv import mnist_targets as _gtv_mnist_targets  # noqa: F401
 from .gtv import targets as _gtv_targets  # noqa: F401
 from .lecture import targets as _lecture_targets  # noqa: F401
-from .registry import EXPERIMENTS, Claim, Experiment, get_experiment, register, rng_for
+from .registry import (
+    EXPERIMENTS,
+    Claim,
+    Experiment,
+    get_experiment,
+    register,
+    register_target,
+    rng_for,
+)
 
-__all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "register", "rng_for"]
+__all__ = [
+    "DEVIATIONS", "EXPERIMENTS", "Claim", "Experiment", "deviation_link", "deviation_paper",
+    "get_experiment", "register", "register_target", "rng_for",
+]

@@ -10,7 +10,9 @@ An :class:`Experiment` bundles what the pipeline needs to build one target:
 * ``inputs(params)`` (optional): the files a job reads, by name (dataset files, cached
   artefacts such as a graph learnt from data), as paths relative to the working directory.
   The pipeline makes them inputs of every job of the target, and ``run`` then receives them
-  as a keyword argument ``inputs`` (a mapping from name to a path or a list of paths).
+  as a keyword argument ``inputs`` (a mapping from name to a path or a list of paths);
+* ``deviations``: the names of the deviations from the paper that the target depends on
+  (headings of ``docs/deviations/<paper>.md``, see :mod:`.deviations`).
 
 Experiments are configuration: targets that differ only in parameters share one ``run``.
 """
@@ -21,12 +23,15 @@ import json
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "register", "rng_for"]
+from .deviations import DEVIATIONS
+
+__all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "register", "register_target", "rng_for"]
 
 Params = Mapping[str, Any]
 
@@ -62,6 +67,18 @@ class Experiment:
     #: The ``method`` label of each setting, for rows written without a run's table (a
     #: tuning point whose run diverged); a setting not listed is its own label.
     method_names: Mapping[str, str] = field(default_factory=dict)
+    #: The deviations from the paper this target depends on, by name (the headings of
+    #: ``docs/deviations/<paper>.md``; :func:`.deviations.deviation_link` links one). Given
+    #: in any order, possibly repeated (shared groups added together); kept once each, in the
+    #: order of the pages (:data:`.deviations.DEVIATIONS`).
+    deviations: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.deviations) - set(DEVIATIONS))
+        if unknown:
+            raise ValueError(f"experiment {self.id!r}: unknown deviations {unknown} "
+                             "(the names are the headings of docs/deviations/<paper>.md)")
+        object.__setattr__(self, "deviations", tuple(d for d in DEVIATIONS if d in set(self.deviations)))
 
     @property
     def has_figure(self) -> bool:
@@ -76,6 +93,18 @@ def register(experiment: Experiment) -> Experiment:
         raise ValueError(f"experiment {experiment.id!r} is registered twice")
     EXPERIMENTS[experiment.id] = experiment
     return experiment
+
+
+def register_target(
+    id: str, kind: Literal["figure", "diagram", "table"], source: str, title: str,
+    run: Callable[..., pd.DataFrame], claims: Callable[[pd.DataFrame, Params], list[Claim]],
+    **fields: Any,
+) -> Experiment:
+    """Register the target ``id`` whose ``run`` takes the target's id as ``experiment_id``
+    (its random streams are keyed by it); ``fields`` are the other fields of
+    :class:`Experiment` (settings, inputs, method_names, deviations)."""
+    return register(Experiment(id=id, kind=kind, source=source, title=title,
+                               run=partial(run, experiment_id=id), claims=claims, **fields))
 
 
 def get_experiment(experiment_id: str) -> Experiment:

@@ -7,9 +7,7 @@ and variation bound of its Section V.  The two algorithms are loaded on first us
 (scikit-learn and PyTorch respectively).
 """
 
-from importlib import import_module
-from typing import Any
-
+from .._lazy import lazy_module_hooks
 from ._analysis import (
     algebraic_connectivity,
     cluster_laplacian,
@@ -78,14 +76,5 @@ _LAZY = {
     "fixed_point": "._parametric",
 }
 
-
-def __getattr__(name: str) -> Any:  # PEP 562: import scikit-learn and PyTorch only when asked for
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# PEP 562: import scikit-learn and PyTorch only when asked for
+__getattr__, __dir__ = lazy_module_hooks(globals(), _LAZY)

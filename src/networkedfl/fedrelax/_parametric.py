@@ -51,7 +51,7 @@ import torch
 from torch import Tensor
 
 from ..graphs import EmpiricalGraph, GraphLike, as_graph
-from ..nn import DeviceLike, GeneratorLike, make_generator
+from ..nn import DeviceLike, GeneratorLike, RMSprop, make_generator
 from ..progress import show_progress, tqdm
 
 __all__ = [
@@ -329,45 +329,6 @@ def initial_weights(
     return t.clone()
 
 
-_RMSPROP_DEFAULTS = {"alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
-                     "centered": False}
-
-
-def _rmsprop(param: Tensor, lr: float, options: Mapping[str, Any] | None) -> Callable[[Tensor], None]:
-    """In-place RMSprop steps on ``param``: the arithmetic of :class:`torch.optim.RMSprop`
-    (its single-tensor implementation, same defaults and options), written out because
-    importing ``torch.optim`` loads ``torch._dynamo`` (several seconds per process).
-    Elementwise, so one call on the ``(n, d)`` tensor is every node's own optimiser."""
-    opts = {**_RMSPROP_DEFAULTS, **dict(options or {})}
-    unknown = set(opts) - set(_RMSPROP_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unsupported RMSprop options {sorted(unknown)}; "
-                         f"supported: {sorted(_RMSPROP_DEFAULTS)}")
-    rho, eps, decay = float(opts["alpha"]), float(opts["eps"]), float(opts["weight_decay"])
-    momentum, centered = float(opts["momentum"]), bool(opts["centered"])
-    square_avg = torch.zeros_like(param)
-    grad_avg = torch.zeros_like(param) if centered else None
-    buf = torch.zeros_like(param) if momentum > 0 else None
-
-    def step(grad: Tensor) -> None:
-        if decay != 0:
-            grad = grad.add(param, alpha=decay)
-        square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
-        if grad_avg is not None:
-            grad_avg.lerp_(grad, 1 - rho)
-            avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
-        else:
-            avg = square_avg.sqrt()
-        avg = avg.add_(eps)
-        if buf is not None:
-            buf.mul_(momentum).addcdiv_(grad, avg)
-            param.add_(buf, alpha=-lr)
-        else:
-            param.addcdiv_(grad, avg, value=-lr)
-
-    return step
-
-
 def fedrelax_linear(
     problem: LinearProblem,
     alpha: Any,
@@ -441,14 +402,14 @@ def fedrelax_linear(
     record(0)
     with torch.no_grad():
         if solver == "rmsprop":
-            step = _rmsprop(w, lr, rmsprop_options)
+            optimiser = RMSprop(w, lr, rmsprop_options)  # torch.optim.RMSprop arithmetic, every node's own
             b = problem.local_moment
             stacked = torch.cat([system, problem.public_gram], dim=2)  # [M_i | G_i], (n, d, 2d)
             d = problem.dim
             for k in tqdm(range(1, int(n_iter) + 1), desc="FedRelax (RMSprop)", leave=False,
                           disable=not show_progress(progress)):
                 mg = _matvec(stacked, w)  # M_i w_i and G_i w_i in one batched product
-                step(2.0 * (mg[:, :d] - b - a * (problem.adjacency @ mg[:, d:])))
+                optimiser.step_(w, 2.0 * (mg[:, :d] - b - a * (problem.adjacency @ mg[:, d:])))
                 if k % record_every == 0 or k == n_iter:
                     record(k)
         else:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -383,21 +384,15 @@ def knn_graph(
     return EmpiricalGraph(n, edges, weights, clusters=clusters, parallel_edges=relation == "directed")
 
 
-def divergence_graph(
-    divergences: np.ndarray,
-    k: int = 4,
-    *,
-    scale: float = 1.0,
-    clusters: np.ndarray | None = None,
-    relation: str = "union",
-    rescale: str = "none",
-) -> EmpiricalGraph:
+def divergence_graph(divergences: np.ndarray, k: int = 4, **options: Any) -> EmpiricalGraph:
     """:func:`knn_graph` of directed divergences ``D_hat(P_i || P_j)``: of their
-    symmetrisation (:func:`symmetrised`) with ``relation="union"``, of the divergences
-    themselves with ``"directed"`` (each node's own row)."""
+    symmetrisation (:func:`symmetrised`) with ``relation="union"`` (the default), of the
+    divergences themselves with ``"directed"`` (each node's own row).  ``options`` are the
+    keyword arguments of :func:`knn_graph` (``scale``, ``clusters``, ``relation``,
+    ``rescale``), with its defaults."""
     div = np.asarray(divergences, dtype=np.float64)
-    return knn_graph(div if relation == "directed" else symmetrised(div), k, scale=scale,
-                     clusters=clusters, relation=relation, rescale=rescale)
+    directed = options.get("relation", "union") == "directed"
+    return knn_graph(div if directed else symmetrised(div), k, **options)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,7 @@ metrics (eq. (39)), the GTV-form FedAvg (eq. (32)) and pooled baselines, and the
 scikit-learn style :class:`GTVRegressor` (loaded on first use: it imports scikit-learn).
 """
 
-from importlib import import_module
-from typing import Any
-
+from .._lazy import lazy_module_hooks
 from ._data import (
     LABEL_NOISE,
     NodeData,
@@ -112,14 +110,5 @@ _LAZY = {
     "GTVRegressor": "._estimator",
 }
 
-
-def __getattr__(name: str) -> Any:  # PEP 562: import scikit-learn only when asked for
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# PEP 562: import scikit-learn only when asked for
+__getattr__, __dir__ = lazy_module_hooks(globals(), _LAZY)

@@ -1,7 +1,9 @@
 """Models as functions of a flat parameter vector, batched over clients (PyTorch).
 
 Flat-parameter models and batched client losses (:class:`FlatModel`, :class:`ClientData`),
-mini-batch sources and batched gradients shared by the torch algorithms, the two-layer
+mini-batch sources and batched gradients shared by the torch algorithms, their optimiser
+steps (:func:`sgd_step`, :func:`heavy_ball_step`, :class:`RMSprop`) and dtype/device parsing
+with the one default precision (:func:`as_dtype`, :data:`DEFAULT_DTYPE`), the two-layer
 network of the GTV paper's MNIST experiment (eq. (40)) with its inexact proximal step,
 and the chapter's neural probabilistic language model (NPLM).  Importing this package
 imports PyTorch.
@@ -20,11 +22,14 @@ from ._client_batches import (
 )
 from ._mnist_network import TwoLayerNetwork, accuracy
 from ._models import (
+    DEFAULT_DTYPE,
     ClientData,
     DeviceLike,
     FlatModel,
     GeneratorLike,
     PaddedClients,
+    as_device,
+    as_dtype,
     client_gradients,
     client_losses,
     cross_entropy,
@@ -45,14 +50,18 @@ from ._nplm import (
     nplm,
     window_cross_entropy,
 )
+from ._optim import RMSprop, heavy_ball_step, sgd_step
 from ._prox_cross_entropy import InexactProxCrossEntropy
 
 __all__ = [
+    "DEFAULT_DTYPE",
     "StepSize",
     "GeneratorLike",
     "DeviceLike",
     "accuracy",
     "as_batches",
+    "as_device",
+    "as_dtype",
     "batch_gradients",
     "BatchSource",
     "check_mask",
@@ -64,6 +73,7 @@ __all__ = [
     "cross_entropy",
     "FlatModel",
     "freeze",
+    "heavy_ball_step",
     "from_module",
     "InexactProxCrossEntropy",
     "inverse_sqrt",
@@ -76,6 +86,8 @@ __all__ = [
     "NPLMLayout",
     "PaddedClients",
     "require_generator",
+    "RMSprop",
+    "sgd_step",
     "softmax_regression",
     "squared_error",
     "step_size",

@@ -36,7 +36,7 @@ import torch
 from torch import Tensor
 from torch.func import grad, vmap
 
-from ._models import ClientData, DeviceLike, FlatModel, PaddedClients
+from ._models import DEFAULT_DTYPE, ClientData, DeviceLike, FlatModel, PaddedClients
 
 __all__ = [
     "BatchSource",
@@ -97,7 +97,7 @@ class ClientBatches(PaddedClients):
         targets: Any,
         weights: Any = None,
         *,
-        dtype: torch.dtype = torch.float64,
+        dtype: torch.dtype = DEFAULT_DTYPE,
         device: DeviceLike = "cpu",
     ) -> ClientBatches:
         """From arrays ``(n, m, ...)``; floating arrays are cast to ``dtype``, integer

@@ -34,11 +34,14 @@ from .._validation import check_int_array
 from ..gtv import NodeData
 
 __all__ = [
+    "DEFAULT_DTYPE",
     "ClientData",
     "DeviceLike",
     "FlatModel",
     "GeneratorLike",
     "PaddedClients",
+    "as_device",
+    "as_dtype",
     "client_gradients",
     "client_losses",
     "cross_entropy",
@@ -51,10 +54,35 @@ __all__ = [
 ]
 
 DeviceLike = str | torch.device
+#: The one default precision of the torch code (models, client data, algorithms).
+DEFAULT_DTYPE = torch.float64
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
 #: What the algorithms accept as a source of randomness (see :func:`make_generator`).
 GeneratorLike = torch.Generator | np.random.Generator | int
 
 InitFn = Callable[[torch.Generator | None, torch.dtype, torch.device], Tensor]
+
+
+# --------------------------------------------------------------------------- dtype and device
+
+
+def as_dtype(value: torch.dtype | str | None) -> torch.dtype:
+    """A floating torch dtype from a dtype, its name (``"float32"``, ``"float64"``, as in the
+    configuration files) or ``None`` (:data:`DEFAULT_DTYPE`)."""
+    if value is None:
+        return DEFAULT_DTYPE
+    if isinstance(value, str):
+        if value not in _DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {value!r}")
+        return _DTYPES[value]
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise ValueError(f"dtype must be a floating torch dtype or one of {sorted(_DTYPES)}, got {value!r}")
+    return value
+
+
+def as_device(value: DeviceLike | None) -> torch.device:
+    """A :class:`torch.device` from a device, its name (``"cpu"``, ``"cuda:0"``) or ``None`` (the CPU)."""
+    return torch.device("cpu" if value is None else value)
 
 
 # --------------------------------------------------------------------------- randomness
@@ -156,7 +184,7 @@ class FlatModel:
         self,
         seed: GeneratorLike | None = None,
         *,
-        dtype: torch.dtype = torch.float64,
+        dtype: torch.dtype = DEFAULT_DTYPE,
         device: DeviceLike = "cpu",
     ) -> Tensor:
         """``init(generator, dtype, device)``, checked to have shape ``(n_params,)``."""
@@ -454,7 +482,7 @@ class ClientData(PaddedClients):
         cls,
         data: NodeData,
         *,
-        dtype: torch.dtype = torch.float64,
+        dtype: torch.dtype = DEFAULT_DTYPE,
         device: DeviceLike = "cpu",
     ) -> ClientData:
         """Equal-sized datasets of :class:`~networkedfl.gtv.NodeData` (all weights 1)."""
@@ -467,7 +495,7 @@ class ClientData(PaddedClients):
         targets: Any,
         counts: Any = None,
         *,
-        dtype: torch.dtype = torch.float64,
+        dtype: torch.dtype = DEFAULT_DTYPE,
         device: DeviceLike = "cpu",
     ) -> ClientData:
         """Client data from stacked arrays or tensors.
@@ -506,7 +534,7 @@ class ClientData(PaddedClients):
         features: Sequence[Any],
         targets: Sequence[Any],
         *,
-        dtype: torch.dtype = torch.float64,
+        dtype: torch.dtype = DEFAULT_DTYPE,
         device: DeviceLike = "cpu",
     ) -> ClientData:
         """Client data from per-client arrays of different lengths, zero-padded.
@@ -533,12 +561,18 @@ class ClientData(PaddedClients):
 # --------------------------------------------------------------------------- batched helpers
 
 
-def _broadcast_params(params: Tensor, n: int) -> Tensor:
+def _batched_inputs(params: Tensor, features: Tensor, targets: Tensor,
+                    weights: Tensor | None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``params`` ``(n, P)`` (a ``(P,)`` vector broadcast), floating ``features`` and
+    ``targets`` in its dtype and the weights (all ones when ``None``)."""
+    n = features.shape[0]
     if params.ndim == 1:
-        return params.expand(n, -1)
-    if params.ndim != 2 or params.shape[0] != n:
+        params = params.expand(n, -1)
+    elif params.ndim != 2 or params.shape[0] != n:
         raise ValueError(f"params must be (P,) or ({n}, P), got {tuple(params.shape)}")
-    return params
+    w = _default_weights(targets, weights, params.dtype)
+    features, targets = _match_dtype(features, targets, params.dtype)
+    return params, features, targets, w
 
 
 def _default_weights(targets: Tensor, weights: Tensor | None, dtype: torch.dtype) -> Tensor:
@@ -575,10 +609,7 @@ def client_losses(
         ``(n, m, ...)``, ``(n, m)`` and ``(n, m)`` (``None``: all samples weigh 1).
         Floating inputs are cast to the dtype of ``params``.
     """
-    params = _broadcast_params(params, features.shape[0])
-    w = _default_weights(targets, weights, params.dtype)
-    features, targets = _match_dtype(features, targets, params.dtype)
-    return vmap(model.loss)(params, features, targets, w)
+    return vmap(model.loss)(*_batched_inputs(params, features, targets, weights))
 
 
 def client_gradients(
@@ -593,10 +624,7 @@ def client_gradients(
     One call of ``vmap(grad(F))`` over the clients; same arguments as
     :func:`client_losses`.
     """
-    params = _broadcast_params(params, features.shape[0])
-    w = _default_weights(targets, weights, params.dtype)
-    features, targets = _match_dtype(features, targets, params.dtype)
-    return vmap(grad(model.loss))(params, features, targets, w)
+    return vmap(grad(model.loss))(*_batched_inputs(params, features, targets, weights))
 
 
 def losses_of_models(

@@ -39,6 +39,7 @@ from torch import Tensor
 from .._validation import check_node_mask
 from ._mnist_network import TwoLayerNetwork
 from ._models import DeviceLike
+from ._optim import RMSprop
 
 __all__ = ["InexactProxCrossEntropy"]
 
@@ -162,21 +163,22 @@ class InexactProxCrossEntropy:
         coef = coef.reshape(r, n, 1)
         weights = torch.as_tensor(self.network.weight_mask(), device=self.device).to(self.dtype)
         keep = torch.as_tensor(~self.mask, device=self.device).reshape(r, n, 1)
-        state = {"square_avg": torch.zeros((r, n, p), dtype=self.dtype, device=self.device)}
         net, x, y = self.network, self.features, self.labels
-        steps, lr, alpha, eps = int(self.steps), float(self.lr), float(self.alpha), float(self.eps)
-        rmsprop = self.optimizer == "rmsprop"
+        steps, lr = int(self.steps), float(self.lr)
+        # RMSprop's running averages (nn.RMSprop), kept from one call to the next; the step
+        # divides lr * g by the scale (the GTV code's order; torch.optim: lr * (g / scale))
+        rmsprop = RMSprop(torch.zeros((r, n, p), dtype=self.dtype, device=self.device), lr,
+                          {"alpha": float(self.alpha), "eps": float(self.eps)}
+                          ) if self.optimizer == "rmsprop" else None
 
         def prox(w_hat: np.ndarray) -> np.ndarray:
             anchor = self._to_torch(w_hat)
             v = anchor.clone()
-            sq = state["square_avg"]
             for _ in range(steps):  # over optimiser steps; all nodes and replicas at once
                 _, g = net.losses_and_gradients(v, x, y)
                 g += 2.0 * coef * weights * (v - anchor)  # gradient of the proximal term
-                if rmsprop:
-                    sq.mul_(alpha).addcmul_(g, g, value=1.0 - alpha)
-                    v = v - lr * g / (sq.sqrt() + eps)
+                if rmsprop is not None:
+                    v = v - lr * g / rmsprop.denominator(g)
                 else:
                     v = v - lr * g
             v = torch.where(keep, anchor, v)

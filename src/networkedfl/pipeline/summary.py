@@ -237,7 +237,7 @@ def tuning_markdown(tables: Mapping[str, pd.DataFrame]) -> str:
              "Every grid point's final validation loss and the chosen point per method (mean over the "
              "tuning seeds; `inf`: diverged), from the tuned targets' tables (written by "
              "`snakemake --cores 1 gallery`; do not edit). The protocol: docs/tuning.md.", ""]
-    from ..experiments.gfl.figures import tuning_summary
+    from ..plotting import tuning_summary
 
     for target, table in tables.items():
         lines += [f"## `{target}`", "", "| method | grid point | validation loss | chosen |", "|---|---|---|---|"]

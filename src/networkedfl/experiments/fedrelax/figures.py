@@ -3,7 +3,10 @@
 Every function takes the table written to ``results/tables/<id>.csv`` and returns a
 matplotlib figure: means over the repetition seeds (and, for Fig. 5, over the runs), with
 a band of one standard deviation where the curves are per iteration and error bars where
-they are per grid point.  Nothing here runs an experiment.
+they are per grid point; the other functions return the summary frames the notebooks show
+beside the figures.  Restyling a figure means editing its function here (each is
+smoke-tested on the test profile's tables in ``tests/test_figures.py``), never a notebook
+cell.  Nothing here runs an experiment.
 """
 
 from __future__ import annotations
@@ -14,8 +17,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..report import load_target
+
 __all__ = [
     "METHOD_LABELS",
+    "convergence_summary",
+    "final_per_seed",
+    "load_target",
     "mean_table",
     "plot_baselines",
     "plot_convergence",
@@ -23,6 +31,7 @@ __all__ = [
     "plot_noniid",
     "plot_tree_ratio",
     "plot_variation",
+    "variation_summary",
 ]
 
 METHOD_LABELS = {
@@ -212,3 +221,28 @@ def plot_variation(table: pd.DataFrame, curve: Sequence[str]) -> plt.Figure:
     ax.legend(fontsize=7, ncol=2 if len(var.groupby(curve)) > 4 else 1)
     fig.tight_layout()
     return fig
+
+
+def convergence_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 1b: final and minimal MSE(w) per (sigma, alpha), means over repetitions, and the
+    iteration of the minimum."""
+    curves = table[table["metric"] == "weight_mse"].groupby(["sigma", "alpha", "iteration"])["value"].mean()
+    by = curves.groupby(level=[0, 1])
+    return pd.DataFrame({"final": by.last(), "minimum": by.min(), "argmin": by.idxmin().map(lambda k: k[-1])})
+
+
+def final_per_seed(table: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 1c: the final MSE(w) of every method (columns) per repetition (rows)."""
+    final = table[(table["metric"] == "weight_mse") & (table["iteration"] == table["iteration"].max())]
+    return final.pivot_table(index="seed", columns="method", values="value")
+
+
+def variation_summary(table: pd.DataFrame, keys: str | Sequence[str]) -> pd.DataFrame:
+    """Fig. 5: the final variation (22) and the mean bound (25) per ``keys``; with ``keys``
+    ``"p_in"`` also lambda_2 of the cluster's Laplacian, first."""
+    last = table[(table["metric"] == "variation") & (table["iteration"] == table["iteration"].max())]
+    out = {"final variation": last.groupby(keys)["value"].mean(),
+           "bound (25)": table[table["metric"] == "bound"].groupby(keys)["value"].mean()}
+    if "lambda2" in set(table["metric"]) and keys == "p_in":
+        out = {"lambda_2": table[table["metric"] == "lambda2"].groupby(keys)["value"].mean(), **out}
+    return pd.DataFrame(out)

@@ -124,10 +124,9 @@ def make_data(params: Params, d: int, sigma: float, rng: np.random.Generator) ->
 
 
 def _torch_options(params: Params) -> dict[str, Any]:
-    import torch
+    from ...nn import as_dtype
 
-    dtype = {"float64": torch.float64, "float32": torch.float32}[params.get("dtype", "float64")]
-    return {"dtype": dtype, "device": params.get("device", "cpu")}
+    return {"dtype": as_dtype(params.get("dtype")), "device": params.get("device", "cpu")}
 
 
 def _problem(params: Params, data: FedRelaxData):

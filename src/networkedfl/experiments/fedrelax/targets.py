@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from functools import partial
-
-from ..registry import Experiment, register
+from ..registry import register_target
 from .runs import (
     baselines_claims,
     convergence_claims,
@@ -23,38 +21,43 @@ from .runs import (
     variation_noise_claims,
 )
 
+#: The deviations of every FedRelax target, of those that run Algorithm 2 (linear models)
+#: and of those that run Algorithm 1 (decision trees).
+_ALL = ("claims-means", "paired-grid-points", "fedrelax-claims")
+_LINEAR = (*_ALL, "alg2-rmsprop", "discrepancy")
+_TREES = (*_ALL, "alg1-weights", "self-distillation", "public-subsample", "tree-repetitions")
+
+
 _TARGETS = [
     ("fedrelax_fig01a_dm_ratio", "FedRelax Fig 1a",
      "Clustered data, linear models (Alg. 2): MSE(w) vs d/m per alpha",
-     run_linear_final, dm_ratio_claims, single_job),
+     run_linear_final, dm_ratio_claims, _LINEAR),
     ("fedrelax_fig01b_convergence", "FedRelax Fig 1b",
      "Clustered data, linear models (Alg. 2), d/m = 1: MSE(w) vs iteration per sigma and alpha",
-     run_linear_convergence, convergence_claims, single_job),
+     run_linear_convergence, convergence_claims, _LINEAR),
     ("fedrelax_fig01c_baselines", "FedRelax Fig 1c",
      "FedRelax vs local training, Oracle, FedAvg, IFCA with correct and incorrect k: MSE(w) vs round",
-     run_baselines, baselines_claims, single_job),
+     run_baselines, baselines_claims, (*_LINEAR, "fig01c-baselines")),
     ("fedrelax_fig02a_trees_dm", "FedRelax Fig 2a",
      "Clustered data, decision trees (Alg. 1): MSE_val / MSE_val(Oracle) vs d/m",
-     run_trees, trees_dm_claims, single_job),
+     run_trees, trees_dm_claims, (*_TREES, "fig02-oracle")),
     ("fedrelax_fig02b_trees_noise", "FedRelax Fig 2b",
      "Clustered data, decision trees (Alg. 1), d/m = 1: MSE_val / MSE_val(Oracle) vs sigma",
-     run_trees, trees_noise_claims, single_job),
+     run_trees, trees_noise_claims, (*_TREES, "fig02-oracle")),
     ("fedrelax_fig03_noniid_linear", "FedRelax Fig 3",
      "Non-i.i.d. data (Alg. 3), linear models (Alg. 2): MSE_val relative to local training",
-     run_linear_final, noniid_linear_claims, single_job),
+     run_linear_final, noniid_linear_claims, (*_LINEAR, "noniid-data")),
     ("fedrelax_fig04_noniid_trees", "FedRelax Fig 4",
      "Non-i.i.d. data (Alg. 3), decision trees (Alg. 1): MSE_val relative to local training",
-     run_trees, noniid_trees_claims, single_job),
+     run_trees, noniid_trees_claims, (*_TREES, "noniid-data")),
     ("fedrelax_fig05a_variation_noise", "FedRelax Fig 5a",
      "Single cluster: variation (22) and its bound (25) vs iteration, per sigma and alpha",
-     run_variation, variation_noise_claims, single_job),
+     run_variation, variation_noise_claims, (*_LINEAR, "fig05-variation")),
     ("fedrelax_fig05b_variation_connectivity", "FedRelax Fig 5b",
      "Single cluster: variation (22) and its bound (25) vs iteration, per p_in",
-     run_variation, variation_connectivity_claims, single_job),
+     run_variation, variation_connectivity_claims, (*_LINEAR, "fig05-variation")),
 ]
 
-for _id, _source, _title, _run, _claims, _settings in _TARGETS:
-    register(Experiment(
-        id=_id, kind="figure", source=_source, title=_title,
-        run=partial(_run, experiment_id=_id), claims=_claims, settings=_settings,
-    ))
+for _id, _source, _title, _run, _claims, _deviations in _TARGETS:
+    register_target(_id, "figure", _source, _title, _run, _claims, settings=single_job,
+                    deviations=_deviations)

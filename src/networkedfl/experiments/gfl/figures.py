@@ -1,6 +1,7 @@
-"""Figure and table helpers of the graph-aware chapter's comparisons (Figs. 10.1, 10.3, 10.4).
+"""Figures and tables of the graph-aware chapter's targets (Figs. 10.1-10.4, Tables 10.1-10.2).
 
-The notebooks call these; restyling a figure means editing a function here (tested in
+The notebooks call these; restyling a figure means editing a function here (smoke-tested on
+the test profile's tables in ``tests/test_figures.py``, the helpers also in
 ``tests/test_graph_aware_figures.py``), not a notebook cell.  Every comparison shows the
 tuned methods (issue 17) against the reference bounds: ``Local`` (each client alone),
 ``Oracle`` (ground-truth structure) and ``Predict the mean`` (a horizontal line).
@@ -11,11 +12,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
+from ...plotting import tuning_summary
 from ..claims import CLUSTER_ORACLE, LOCAL, MEAN, ORACLE, REFERENCES
+from ..report import load_target
 
-__all__ = ["COLOURS", "final_losses", "plot_method_curves", "plot_upper_level_gain", "tuning_summary"]
+__all__ = [
+    "COLOURS",
+    "client_data",
+    "cluster_agreement",
+    "fesem_clusters",
+    "fig10_1_dfl",
+    "fig10_2_homologous_graphs",
+    "fig10_3_synthetic",
+    "fig10_4_reviews_nlp",
+    "final_losses",
+    "homologous_samples",
+    "load_target",
+    "per_domain_losses",
+    "plot_method_curves",
+    "plot_upper_level_gain",
+    "review_extras",
+    "review_stats",
+    "review_totals",
+    "reviews_diagnostics",
+    "reviews_final_losses",
+    "settings_table",
+    "tuning_summary",
+]
 
 #: Colour of every method and reference in the chapter's figures.
 COLOURS = {"FedAvg": "tab:blue", "DFL-SGD": "tab:orange", "DFL-GT": "tab:green", "FeSEM": "tab:purple",
@@ -86,14 +113,192 @@ def final_losses(table: pd.DataFrame, metric: str = "test_loss") -> pd.DataFrame
     return pd.DataFrame.from_dict(out, orient="index").sort_values("final")
 
 
-def tuning_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """The tuning protocol's rows as one table: per method and grid point its validation
-    loss (mean over the tuning seeds) and whether it was chosen.  Empty if untuned."""
-    rows = table[table["metric"] == "tuning_validation_loss"]
-    if rows.empty:
-        return pd.DataFrame(columns=["method", "grid point", "validation loss", "chosen"])
-    chosen = table[table["metric"] == "tuning_chosen"].groupby("method")["tuning_point"].first()
-    out = rows[["method", "tuning_point", "tuning_values", "value"]].copy()
-    out["chosen"] = [chosen.get(m) == p for m, p in zip(out["method"], out["tuning_point"], strict=True)]
-    out = out.rename(columns={"tuning_values": "grid point", "value": "validation loss"})
-    return out.drop(columns="tuning_point").reset_index(drop=True)
+# Fig. 10.1: FedAvg vs DFL-SGD vs DFL-GT
+
+
+def fig10_1_dfl(table: pd.DataFrame) -> plt.Figure:
+    """Chapter Fig. 10.1: test loss (left) and the DFL consensus distance (right) vs rounds."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    for ax, metric, label in zip(axes, ["test_loss", "consensus_distance"], ["test loss (MSE)", "consensus distance"],
+                                 strict=True):
+        plot_method_curves(ax, table, metric)
+        ax.set_yscale("log")
+        ax.set_ylabel(label)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+# Fig. 10.2 and Table 10.1: the homologous graphs and the synthetic settings
+
+
+def fig10_2_homologous_graphs(table: pd.DataFrame) -> plt.Figure:
+    """Chapter Fig. 10.2: (a) the Gaussian mixture, (b, c) the train and test k-NN graphs,
+    (d) the ground-truth weights of one node per component."""
+    nodes = table[table["element"] == "node"].pivot_table(index=["graph", "node", "component"], columns="metric",
+                                                          values="value").reset_index()
+    edges = table[table["element"] == "edge"]
+    centres = table[table["element"] == "centre"].pivot_table(index="component", columns="metric", values="value")
+    weights = table[table["element"] == "weight"]
+    colours = plt.get_cmap("tab10")
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4.2), gridspec_kw={"width_ratios": [1, 1, 1, 1.1]})
+    ax = axes[0]
+    for g, marker in (("train", "o"), ("test", "^")):
+        sub = nodes[nodes["graph"] == g]
+        ax.scatter(sub["x"], sub["y"], c=[colours(int(k)) for k in sub["component"]], marker=marker, s=18, alpha=0.6,
+                   label=f"{g} nodes")
+    ax.scatter(centres["x"], centres["y"], c=[colours(int(k)) for k in centres.index], marker="*", s=250,
+               edgecolor="k", label="centres")
+    ax.set_title("(a) one Gaussian mixture")
+    ax.legend(fontsize=7)
+    for ax, g in zip(axes[1:3], ("train", "test"), strict=True):
+        sub = nodes[nodes["graph"] == g].set_index("node")
+        for e in edges[edges["graph"] == g].itertuples():
+            a, b = sub.loc[int(e.source)], sub.loc[int(e.target)]
+            ax.plot([a["x"], b["x"]], [a["y"], b["y"]], color="0.7", linewidth=0.6, zorder=1)
+        ax.scatter(sub["x"], sub["y"], c=[colours(int(k)) for k in sub["component"]], s=22, zorder=2, edgecolor="k",
+                   linewidth=0.3)
+        ax.set_title(f"({'b' if g == 'train' else 'c'}) {g} graph: {len(sub)} nodes, "
+                     f"{int((edges['graph'] == g).sum())} edges")
+    for ax in axes[:3]:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    ax = axes[3]
+    examples = sorted(weights["node"].unique())
+    shape = (int(weights["row"].max()) + 1, int(weights["col"].max()) + 1)
+    panel = np.full((shape[0], len(examples) * (shape[1] + 1) - 1), np.nan)
+    for k, i in enumerate(examples):
+        w = weights[weights["node"] == i].sort_values(["row", "col"])["value"].to_numpy().reshape(shape)
+        panel[:, k * (shape[1] + 1): k * (shape[1] + 1) + shape[1]] = w
+    im = ax.imshow(panel, cmap="coolwarm")
+    ax.set_title("(d) ground-truth $W_i$, one node per component")
+    ax.set_xticks([k * (shape[1] + 1) + shape[1] / 2 - 0.5 for k in range(len(examples))])
+    ax.set_xticklabels([f"node {int(i)}" for i in examples])
+    ax.set_yticks([])
+    fig.colorbar(im, ax=ax, shrink=0.7)
+    fig.tight_layout()
+    return fig
+
+
+def homologous_samples(table: pd.DataFrame) -> pd.DataFrame:
+    """The first samples of Fig. 10.2's example nodes (inputs and outputs, per column)."""
+    samples = table[table["element"] == "sample"]
+    return samples.pivot_table(index=["node", "sample"], columns=["metric", "col"], values="value").round(3)
+
+
+def settings_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Chapter Table 10.1: every setting, its published value and its provenance."""
+    return table[["group", "item", "value", "paper", "provenance"]]
+
+
+# Fig. 10.3: BiG-FL vs FeSEM, FedAvg and DFL on the homologous-graph data
+
+
+def fig10_3_synthetic(table: pd.DataFrame) -> plt.Figure:
+    """Chapter Fig. 10.3: local test loss, BiG-FL's UL loss at the LL models, and the UL
+    loss lowered by the learnt phi, against rounds."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    plot_method_curves(axes[0], table, "test_loss")
+    axes[0].set_ylabel("local test loss")
+    axes[0].legend(fontsize="small")
+    plot_method_curves(axes[1], table, "upper_loss_full")
+    axes[1].set_ylabel("BiG-FL UL loss (10.14) at the LL models")
+    plot_upper_level_gain(axes[2], table)
+    axes[2].set_title("UL loss lowered by the learnt phi", fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
+def cluster_agreement(table: pd.DataFrame) -> pd.DataFrame:
+    """FeSEM's adjusted Rand index with the mixture components, described over repetitions."""
+    return table[table["metric"] == "cluster_agreement"].groupby("method")["value"].describe()
+
+
+# Fig. 10.4 and Table 10.2: the review corpus
+
+
+def fig10_4_reviews_nlp(table: pd.DataFrame) -> plt.Figure:
+    """Chapter Fig. 10.4: test loss and perplexity vs rounds on the 16 review domains."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    plot_method_curves(axes[0], table, "test_loss")
+    plot_method_curves(axes[1], table, "test_perplexity")
+    for ax, label in zip(axes, ["test loss (nats per token)", "test perplexity"], strict=True):
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize="small")
+    fig.suptitle("Next-word prediction on 16 review domains (chapter Fig 10.4)")
+    fig.tight_layout()
+    return fig
+
+
+def reviews_final_losses(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`final_losses` of the test loss with the final perplexity."""
+    summary = final_losses(table, "test_loss")
+    summary["final perplexity"] = np.exp(summary["final"])
+    return summary
+
+
+def per_domain_losses(table: pd.DataFrame) -> pd.DataFrame:
+    """Final test loss per domain (rows) and method (columns, ordered by the final mean loss)."""
+    per = table[table["metric"] == "test_loss_client"].copy()
+    per["value"] = per["value"].astype(float)
+    last = per[per["round"] == per.groupby("method")["round"].transform("max")]
+    order = list(final_losses(table, "test_loss").index)
+    return last.pivot_table(index="domain", columns="method", values="value", sort=False)[order].round(3)
+
+
+def client_data(table: pd.DataFrame) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """The vocabulary's size (a line of text), every domain's windows and trainable rows, and
+    the client graph's edges (cosine similarity)."""
+    info = table[table["metric"].isin(["train_windows", "test_windows", "trainable_rows"])]
+    vocab = table.loc[table["metric"] == "vocabulary_size", "value"]
+    line = f"vocabulary: {int(float(vocab.iloc[0]))} entries" if len(vocab) else ""
+    edges = table[table["metric"] == "edge_weight"][["domain", "neighbour", "value"]].rename(columns={"value": "cosine"})
+    return (line, info.pivot_table(index="domain", columns="metric", values="value", aggfunc="first", sort=False),
+            edges.reset_index(drop=True))
+
+
+def reviews_diagnostics(table: pd.DataFrame) -> pd.DataFrame | str:
+    """First and last value of BiG-FL's UL loss, its layer's distance from the identity and
+    the DFL consensus distance, per method."""
+    diag = table[table["metric"].isin(["upper_loss", "phi_distance", "consensus_distance"])].copy()
+    diag["value"] = diag["value"].astype(float)
+    return diag.groupby(["method", "metric"])["value"].agg(["first", "last"]) if len(diag) else "no diagnostics"
+
+
+def fesem_clusters(table: pd.DataFrame) -> pd.Series | str:
+    """FeSEM's clusters after the last E-step: the domains following each centre."""
+    clusters = table[table["metric"] == "cluster"]
+    return clusters.groupby("value")["domain"].apply(lambda d: ", ".join(d)) if len(clusters) else "FeSEM not run"
+
+
+def review_stats(table: pd.DataFrame) -> Any:
+    """Chapter Table 10.2 recomputed beside the published values, with the relative
+    differences of the average lengths and the vocabularies (a pandas Styler)."""
+    from .reviews import stats_frame
+
+    frame = stats_frame(table)
+    frame["avg length: difference"] = frame["avg length, whitespace tokens"] / frame["avg length (published)"] - 1
+    frame["unique words: difference"] = (frame["unique words, whitespace tokens"] / frame["unique words (published)"]
+                                         - 1)
+    formats = {c: "{:+.1%}" for c in frame.columns if "difference" in c}
+    formats |= {c: "{:,.1f}" for c in frame.columns if "avg length" in c and "difference" not in c}
+    formats |= {c: "{:,.0f}" for c in frame.columns
+                if ("documents" in c or "unique" in c) and "difference" not in c}
+    return frame.style.format(formats)
+
+
+def review_totals(table: pd.DataFrame) -> str:
+    """The corpus's total words, published and recomputed, as a line of text."""
+    totals = table[table["metric"] == "total_words"].groupby("source")["value"].first()
+    return (f"total words: published {totals['published']:,.0f}, recomputed (union of the domains' whitespace "
+            f"tokens) {totals['recomputed']:,.0f}")
+
+
+def review_extras(table: pd.DataFrame) -> pd.DataFrame:
+    """Labels, splits and encodings of every domain (recomputed)."""
+    extra = ["train_documents", "test_documents", "positive", "fallback_lines", "unlabelled_documents",
+             "unlabelled_avg_length", "unlabelled_fallback_lines"]
+    rec = table[(table["source"] == "recomputed") & table["metric"].isin(extra)]
+    return rec.pivot_table(index="domain", columns="metric", values="value", sort=False)[
+        [m for m in extra if m in set(rec["metric"])]].round(1)

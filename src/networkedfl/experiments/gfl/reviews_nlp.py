@@ -324,12 +324,12 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     from ...algorithms.dfl import dfl_gt, dfl_sgd
     from ...algorithms.fedavg_steps import fedavg_steps
     from ...algorithms.fesem import fesem
-    from ...nn import NextWordBatches, NPLMLayout, make_generator, nplm
+    from ...nn import NextWordBatches, NPLMLayout, as_device, as_dtype, make_generator, nplm
 
     if setting not in METHOD_NAMES:
         raise ValueError(f"unknown method {setting!r}; expected one of {list(METHOD_NAMES)}")
-    dtype = {"float32": torch.float32, "float64": torch.float64}[params.get("dtype", "float32")]
-    device = torch.device(params.get("device", "cpu"))
+    dtype = as_dtype(params.get("dtype", "float32"))  # this experiment's default: float32
+    device = as_device(params.get("device"))
     # everything but the method's own randomness is shared by all methods of a seed
     task = prepare_review_task(params, inputs["corpus"], rng_for(base_seed, experiment_id, seed, "data"),
                                glove_path=inputs.get("glove"))

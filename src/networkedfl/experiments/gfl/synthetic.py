@@ -136,8 +136,9 @@ def mlp(sizes: Sequence[int], *, activation: str, bias: bool, loss: str, name: s
 def _torch_setup(params: Params) -> tuple[Any, Any, Any]:
     import torch
 
-    dtype = {"float32": torch.float32, "float64": torch.float64}[params.get("dtype", "float64")]
-    return torch, dtype, torch.device(params.get("device", "cpu"))
+    from ...nn import as_device, as_dtype
+
+    return torch, as_dtype(params.get("dtype")), as_device(params.get("device"))
 
 
 def method_settings(params: Params) -> list[str]:

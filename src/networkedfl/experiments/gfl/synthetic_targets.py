@@ -3,9 +3,7 @@ Figs 10.1-10.3, Table 10.1)."""
 
 from __future__ import annotations
 
-from functools import partial
-
-from ..registry import Experiment, register
+from ..registry import register_target
 from .synthetic import (
     METHOD_NAMES,
     dfl_claims,
@@ -19,28 +17,29 @@ from .synthetic import (
     synthetic_claims,
 )
 
-register(Experiment(
-    id="gfl_fig10_1_dfl", kind="figure", source="chapter, Fig 10.1",
-    title="FedAvg vs DFL-SGD vs DFL-GT on five heterogeneous nodes: test loss vs communication rounds",
-    run=partial(run_dfl, experiment_id="gfl_fig10_1_dfl"), claims=dfl_claims,
-    settings=method_settings, method_names=METHOD_NAMES,
-))
-register(Experiment(
-    id="gfl_fig10_2_homologous_graphs", kind="diagram", source="chapter, Fig 10.2",
-    title="Homologous graph generation and data synthesis: mixture, train and test 4-NN graphs, "
-          "ground-truth weights",
-    run=partial(run_homologous_graphs, experiment_id="gfl_fig10_2_homologous_graphs"),
-    claims=homologous_graphs_claims,
-))
-register(Experiment(
-    id="gfl_table10_1_settings", kind="table", source="chapter, Table 10.1",
-    title="Synthetic experiment settings, emitted from the configuration of gfl_fig10_3_synthetic",
-    run=partial(run_settings_table, experiment_id="gfl_table10_1_settings"),
-    claims=settings_table_claims,
-))
-register(Experiment(
-    id="gfl_fig10_3_synthetic", kind="figure", source="chapter, Fig 10.3",
-    title="BiG-FL vs FeSEM, FedAvg, DFL-SGD and DFL-GT on the homologous-graph data: local test loss",
-    run=partial(run_synthetic, experiment_id="gfl_fig10_3_synthetic"), claims=synthetic_claims,
-    settings=method_settings, method_names=METHOD_NAMES,
-))
+_SYNTHETIC = ("claims-means", "synthetic-claims")
+_DFL = ("dfl-gt-tracker", "dfl-sgd-order")
+
+register_target(
+    "gfl_fig10_1_dfl", "figure", "chapter, Fig 10.1",
+    "FedAvg vs DFL-SGD vs DFL-GT on five heterogeneous nodes: test loss vs communication rounds",
+    run_dfl, dfl_claims, settings=method_settings, method_names=METHOD_NAMES,
+    deviations=(*_SYNTHETIC, *_DFL, "fig10-1-step-size", "standardised-labels", "fig10-1-horizon"),
+)
+register_target(
+    "gfl_fig10_2_homologous_graphs", "diagram", "chapter, Fig 10.2",
+    "Homologous graph generation and data synthesis: mixture, train and test 4-NN graphs, "
+    "ground-truth weights",
+    run_homologous_graphs, homologous_graphs_claims, deviations=(*_SYNTHETIC, "homologous-graphs"),
+)
+register_target(
+    "gfl_table10_1_settings", "table", "chapter, Table 10.1",
+    "Synthetic experiment settings, emitted from the configuration of gfl_fig10_3_synthetic",
+    run_settings_table, settings_table_claims, deviations=(*_SYNTHETIC, "homologous-graphs"),
+)
+register_target(
+    "gfl_fig10_3_synthetic", "figure", "chapter, Fig 10.3",
+    "BiG-FL vs FeSEM, FedAvg, DFL-SGD and DFL-GT on the homologous-graph data: local test loss",
+    run_synthetic, synthetic_claims, settings=method_settings, method_names=METHOD_NAMES,
+    deviations=(*_SYNTHETIC, *_DFL, "fesem", "bigfl", "homologous-graphs", "fig10-3-parameters"),
+)

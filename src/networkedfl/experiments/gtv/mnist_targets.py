@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..registry import Experiment, register
+from ..registry import Experiment, register, register_target
 from .mnist import (
     mnist_inputs,
     mnist_lambda_claims,
@@ -16,41 +16,48 @@ from .mnist import (
     step_scan_claims,
 )
 
+#: The deviations of every MNIST target (the learnt graph and the local datasets) and of
+#: those that train (Alg. 1 as run on MNIST); :mod:`.ablation` shares them.
+MNIST_DATA_DEVIATIONS = (
+    "claims-means", "learnt-graph", "mnist-local-datasets", "mnist-test-profile", "reproducible-graph",
+)
+MNIST_TRAINING_DEVIATIONS = (
+    *MNIST_DATA_DEVIATIONS, "step-sizes", "mnist-run-length", "real-proximal-term", "local-biases",
+    "stacked-nlasso",
+)
+#: What Figs. 5-7 add: the paper's two variants and the claims of the MNIST targets.
+_FIGURE = (*MNIST_TRAINING_DEVIATIONS, "two-variants", "mnist-claims")
+
 
 def _table2_inputs(params):
     return {"graph": mnist_inputs(params)["graph"]}
 
 
-register(Experiment(
-    id="gtv_table2_mnist_clusters", kind="table", source="GTV Table II",
-    title="The digits of the five MNIST clusters (read from gtv_fig07's graph)",
-    run=partial(run_mnist_table2, experiment_id="gtv_table2_mnist_clusters"),
-    claims=mnist_table2_claims, inputs=_table2_inputs,
-))
-register(Experiment(
-    id="gtv_fig05_mnist_lambda", kind="figure", source="GTV Fig. 5",
-    title="MNIST, two clusters: validation accuracy vs iteration of Alg. 1, per lambda",
-    run=partial(run_mnist, experiment_id="gtv_fig05_mnist_lambda"),
-    claims=mnist_lambda_claims, settings=mnist_settings, inputs=mnist_inputs,
-))
-register(Experiment(
-    id="gtv_fig06_mnist_methods", kind="figure", source="GTV Fig. 6",
-    title="MNIST, two clusters: Alg. 1 vs IFCA, pFedMe, local SGD (and FedAvg)",
-    run=partial(run_mnist, experiment_id="gtv_fig06_mnist_methods"),
-    claims=partial(mnist_method_claims, baselines=("ifca", "pfedme", "local_sgd")),
-    settings=mnist_settings, inputs=mnist_inputs,
-))
-register(Experiment(
-    id="gtv_fig07_mnist_five_clusters", kind="figure", source="GTV Fig. 7",
-    title="MNIST, five clusters: Alg. 1 vs IFCA (5 and 2 models) and local SGD",
-    run=partial(run_mnist, experiment_id="gtv_fig07_mnist_five_clusters"),
-    claims=partial(mnist_method_claims, baselines=("ifca", "local_sgd")),
-    settings=mnist_settings, inputs=mnist_inputs,
-))
+def _figure(eid: str, source: str, title: str, claims, *deviations: str) -> Experiment:
+    return register_target(eid, "figure", source, title, run_mnist, claims, settings=mnist_settings,
+                           inputs=mnist_inputs, deviations=(*_FIGURE, *deviations))
+
+
+register_target(
+    "gtv_table2_mnist_clusters", "table", "GTV Table II",
+    "The digits of the five MNIST clusters (read from gtv_fig07's graph)",
+    run_mnist_table2, mnist_table2_claims, inputs=_table2_inputs,
+    deviations=(*MNIST_DATA_DEVIATIONS, "mnist-claims"),
+)
+_figure("gtv_fig05_mnist_lambda", "GTV Fig. 5",
+        "MNIST, two clusters: validation accuracy vs iteration of Alg. 1, per lambda",
+        mnist_lambda_claims, "fig05-lambdas")
+_figure("gtv_fig06_mnist_methods", "GTV Fig. 6",
+        "MNIST, two clusters: Alg. 1 vs IFCA, pFedMe, local SGD (and FedAvg)",
+        partial(mnist_method_claims, baselines=("ifca", "pfedme", "local_sgd")), "mnist-baselines")
+_figure("gtv_fig07_mnist_five_clusters", "GTV Fig. 7",
+        "MNIST, five clusters: Alg. 1 vs IFCA (5 and 2 models) and local SGD",
+        partial(mnist_method_claims, baselines=("ifca", "local_sgd")), "mnist-baselines")
 register(Experiment(
     id="gtv_mnist_step_scan", kind="figure", source="GTV Fig. 6 (issue 16; not in the paper)",
     title="MNIST, two clusters: Alg. 1 (paper variant, lambda = 1) with tau = c/deg, sigma = 0.45/c",
     # Fig. 6's streams: the same start as its Alg. 1, so c = 1 repeats its paper variant
     run=partial(run_mnist, experiment_id="gtv_fig06_mnist_methods"),
     claims=step_scan_claims, settings=mnist_settings, inputs=mnist_inputs,
+    deviations=(*MNIST_TRAINING_DEVIATIONS, "mnist-claims"),
 ))

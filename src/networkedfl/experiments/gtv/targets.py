@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from ..claims import check_all, mean_over_seeds, strictly_increasing
-from ..registry import Claim, Experiment, register
+from ..registry import Claim, Experiment, register_target
 from . import diagrams as gtv_diagrams
 from . import star as gtv_star
 from .linear import linear_settings, run_gtv_linear
@@ -202,59 +201,64 @@ def unbalanced_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
 
 # --------------------------------------------------------------------------- registry
 
-def _linear(eid: str, source: str, title: str, claims) -> Experiment:
-    return register(Experiment(
-        id=eid, kind="figure", source=source, title=title,
-        run=partial(run_gtv_linear, experiment_id=eid), claims=claims, settings=linear_settings,
-    ))
+#: The deviations of every linear target (Alg. 1 on synthetic data, the parameter MSE, the
+#: test profile), and what each kind of sweep adds.
+LINEAR_DEVIATIONS = (
+    "two-variants", "step-sizes", "label-noise-per-point", "local-loss-average", "parameter-mse",
+    "claims-means", "memory-layout", "linear-test-profile",
+)
+_IFCA = ("sbm-sampler", "ifca-linear", "table1-fig02-setup")  # Table I and Fig. 2
+_SAMPLED = ("mocha-dual-step", "sampling-set")  # MOCHA on a sampling set M
+_SBM = (*_SAMPLED, "sbm-sampler")
 
 
-register(Experiment(
-    id="gtv_table1_highdim_sbm", kind="table", source="GTV Table I",
-    title="High-dimensional SBM (d = 100): Alg. 1 vs IFCA, FedAvg and pooled models",
-    run=partial(run_gtv_linear, experiment_id="gtv_table1_highdim_sbm"), claims=highdim_sbm_claims,
-    settings=linear_settings,
-))
-_linear("gtv_fig02_num_clusters", "GTV Fig. 2",
-        "High-dimensional SBM: parameter MSE vs number of clusters k", num_clusters_claims)
-_linear("gtv_fig03_chain_sampling", "GTV Fig. 3",
+def _linear(eid: str, kind: Literal["figure", "table"], source: str, title: str, claims,
+            *deviations: str) -> Experiment:
+    return register_target(eid, kind, source, title, run_gtv_linear, claims, settings=linear_settings,
+                           deviations=(*LINEAR_DEVIATIONS, *deviations))
+
+
+_linear("gtv_table1_highdim_sbm", "table", "GTV Table I",
+        "High-dimensional SBM (d = 100): Alg. 1 vs IFCA, FedAvg and pooled models",
+        highdim_sbm_claims, *_IFCA)
+_linear("gtv_fig02_num_clusters", "figure", "GTV Fig. 2",
+        "High-dimensional SBM: parameter MSE vs number of clusters k", num_clusters_claims, *_IFCA)
+_linear("gtv_fig03_chain_sampling", "figure", "GTV Fig. 3",
         "Chain, noiseless: parameter MSE vs bridge weight eps, per sampling fraction M",
-        chain_sampling_claims)
-_linear("gtv_fig04_chain_noise", "GTV Fig. 4",
+        chain_sampling_claims, *_SAMPLED)
+_linear("gtv_fig04_chain_noise", "figure", "GTV Fig. 4",
         "Chain, M = 0.6: parameter MSE vs bridge weight eps, per noise level sigma",
-        chain_noise_claims)
-_linear("gtv_fig09_sbm_sampling", "GTV Fig. 9",
-        "2-d SBM, noiseless: parameter MSE vs p_out, per sampling fraction M", sbm_sampling_claims)
-_linear("gtv_fig10_sbm_noise", "GTV Fig. 10",
-        "2-d SBM, M = 0.6: parameter MSE vs p_out, per noise level sigma", sbm_noise_claims)
-_linear("gtv_fig11_unbalanced", "GTV Sec. IX-B2 (figure number inferred)",
-        "Unbalanced, perturbed clusters: parameter MSE vs |C2|", unbalanced_claims)
-register(Experiment(
-    id="gtv_table3_covariance", kind="table", source="GTV Sec. IX-B1",
-    title="Cluster-specific feature covariances: Alg. 1 vs MOCHA, FedAvg and pooled models",
-    run=partial(run_gtv_linear, experiment_id="gtv_table3_covariance"), claims=covariance_claims,
-    settings=linear_settings,
-))
-register(Experiment(
-    id="gtv_fig13_star_lambda", kind="figure", source="GTV Fig. 13",
-    title="Star graph: learnt parameters vs lambda",
-    run=partial(gtv_star.run_star_lambda, experiment_id="gtv_fig13_star_lambda"),
-    claims=gtv_star.star_lambda_claims,
-))
-register(Experiment(
-    id="gtv_fig01_empirical_graph", kind="diagram", source="GTV Fig. 1",
-    title="Empirical graph with local datasets",
-    run=partial(gtv_diagrams.run_empirical_graph, experiment_id="gtv_fig01_empirical_graph"),
-    claims=gtv_diagrams.empirical_graph_claims,
-))
-register(Experiment(
-    id="gtv_fig08_cluster_graph", kind="diagram", source="GTV Fig. 8",
-    title="Empirical graph and its cluster graph",
-    run=partial(gtv_diagrams.run_cluster_graph, experiment_id="gtv_fig08_cluster_graph"),
-    claims=gtv_diagrams.cluster_graph_claims,
-))
-register(Experiment(
-    id="gtv_fig12_star_graph", kind="diagram", source="GTV Fig. 12", title="Star graph",
-    run=partial(gtv_diagrams.run_star_graph, experiment_id="gtv_fig12_star_graph"),
-    claims=gtv_diagrams.star_graph_claims,
-))
+        chain_noise_claims, *_SAMPLED)
+_linear("gtv_fig09_sbm_sampling", "figure", "GTV Fig. 9",
+        "2-d SBM, noiseless: parameter MSE vs p_out, per sampling fraction M", sbm_sampling_claims,
+        *_SBM, "sbm-iterations")
+_linear("gtv_fig10_sbm_noise", "figure", "GTV Fig. 10",
+        "2-d SBM, M = 0.6: parameter MSE vs p_out, per noise level sigma", sbm_noise_claims,
+        *_SBM, "sbm-iterations")
+_linear("gtv_fig11_unbalanced", "figure", "GTV Sec. IX-B2 (figure number inferred)",
+        "Unbalanced, perturbed clusters: parameter MSE vs |C2|", unbalanced_claims,
+        *_SBM, "fig11-perturbation")
+_linear("gtv_table3_covariance", "table", "GTV Sec. IX-B1",
+        "Cluster-specific feature covariances: Alg. 1 vs MOCHA, FedAvg and pooled models",
+        covariance_claims, *_SBM, "covariance-table")
+register_target(
+    "gtv_fig13_star_lambda", "figure", "GTV Fig. 13", "Star graph: learnt parameters vs lambda",
+    gtv_star.run_star_lambda, gtv_star.star_lambda_claims,
+    deviations=("step-sizes", "label-noise-per-point", "local-loss-average", "star-graph",
+                "claims-means", "memory-layout", "linear-test-profile"),
+)
+register_target(
+    "gtv_fig01_empirical_graph", "diagram", "GTV Fig. 1", "Empirical graph with local datasets",
+    gtv_diagrams.run_empirical_graph, gtv_diagrams.empirical_graph_claims,
+    deviations=("label-noise-per-point", "sbm-sampler", "diagrams", "claims-means"),
+)
+register_target(
+    "gtv_fig08_cluster_graph", "diagram", "GTV Fig. 8", "Empirical graph and its cluster graph",
+    gtv_diagrams.run_cluster_graph, gtv_diagrams.cluster_graph_claims,
+    deviations=("sbm-sampler", "diagrams", "claims-means"),
+)
+register_target(
+    "gtv_fig12_star_graph", "diagram", "GTV Fig. 12", "Star graph",
+    gtv_diagrams.run_star_graph, gtv_diagrams.star_graph_claims,
+    deviations=("diagrams", "star-graph", "claims-means"),
+)

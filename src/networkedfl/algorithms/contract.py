@@ -1,0 +1,583 @@
+"""The contract of the torch methods: their options, their result, their round bookkeeping.
+
+Every torch method (:func:`~networkedfl.algorithms.fedavg.fedavg`, ``fedsgd``, ``ifca``,
+``pfedme``, ``local_training``, ``local_momentum_sgd``, ``decentralized_fedavg``,
+``fedavg_steps``, ``dfl_sgd``, ``dfl_gt``, ``fesem``, ``bigfl``) is called as
+
+    method(model, data[, graph], options=None, *, <its own parameters>, **overrides)
+
+and returns a :class:`FederatedResult`.  The options shared by the methods (rounds, local
+work, step size, client selection, start, randomness, callback, device, precision) are the
+fields of one :class:`TrainingOptions`; they can be given as one object, as keywords, or
+both (a keyword overrides the object's field)::
+
+    base = TrainingOptions(n_rounds=50, local_epochs=1, batch_size=32, lr=0.1, seed=0)
+    a = fedavg(model, data, base)
+    b = fedavg(model, data, base, client_fraction=0.1)
+    c = fedavg(model, data, n_rounds=50, local_epochs=1, batch_size=32, lr=0.1, seed=0)  # == a
+
+Each method's docstring lists the options it uses, which are required and its defaults; an
+option it does not use, set to anything but its default, is a ``TypeError`` naming it (so a
+setting is never silently ignored), as is a missing required one.
+
+After each round a method appends one row to ``log`` (what was sent, how many messages and
+floats went up and down) and one row to ``history`` (the round number, the cumulative
+communication, algorithm-specific entries and whatever the user's callback returns).
+Before the row, the clients' and the server's models are checked: NaN or inf stops the run
+with :class:`~networkedfl.algorithms.errors.NonFiniteError`, naming the round and the clients.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .._validation import check_int
+from ..nn import (
+    DEFAULT_DTYPE,
+    ClientData,
+    DeviceLike,
+    FlatModel,
+    GeneratorLike,
+    StepSize,
+    as_batches,
+    as_device,
+    as_dtype,
+    check_mask,
+    make_generator,
+)
+from .aggregate import check_fraction, consensus_distance, sample_clients
+from .errors import NonFiniteError
+
+__all__ = [
+    "UNSET",
+    "Callback",
+    "FederatedResult",
+    "Recorder",
+    "RoundState",
+    "Run",
+    "TrainingOptions",
+    "check_groups",
+    "check_participants",
+    "initial_rows",
+    "start_run",
+]
+
+
+class _Unset:
+    """The value of an option nobody set (the method's default or a required option)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __reduce__(self) -> str:
+        return "UNSET"
+
+
+#: Marks an option that was not given (``None`` is a value: e.g. ``batch_size=None``, full batch).
+UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True, eq=False)
+class RoundState:
+    """What the callback sees after each round (tensors must not be modified).
+
+    Attributes
+    ----------
+    round
+        Round number, starting at 1 (for :func:`local_training`: the epoch).
+    client_params
+        ``(n, P)`` the model every client holds after the round.
+    global_params
+        ``(G, P)`` the server's models (groups, clusters); for serverless training the
+        network average ``(1, P)``; for local training ``client_params``.
+    selected
+        ``(n,)`` bool: the clients that trained this round.
+    assignment
+        ``(n,)`` int64: group / cluster of every client (IFCA: the last cluster estimate,
+        ``-1`` for a client never sampled yet).
+    messages_total, floats_total
+        Communication so far, including this round.
+    """
+
+    round: int
+    client_params: Tensor
+    global_params: Tensor
+    selected: Tensor
+    assignment: Tensor
+    messages_total: int
+    floats_total: int
+
+
+#: ``callback(state) -> dict | None``: extra entries of the round's history row.
+Callback = Callable[[RoundState], Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True, eq=False)
+class FederatedResult:
+    """Output of the federated baselines.
+
+    Attributes
+    ----------
+    client_params
+        ``(n, P)`` each client's final model (FedAvg/FedSGD/IFCA: the model of its group or
+        cluster; gossip and local training: its own).
+    global_params
+        ``(G, P)`` the final server models: one per group (FedAvg, FedSGD; ``G = 1``
+        without groups), one per cluster (IFCA), the network average (gossip, ``G = 1``),
+        or ``client_params`` itself (local training, every client its own group).
+    assignment
+        ``(n,)`` int64 row of ``global_params`` belonging to each client (the groups; the
+        final IFCA cluster estimates; zeros for gossip; ``arange(n)`` for local training).
+    history
+        One dict per round: ``round``, ``messages_total``, ``floats_total``, ``bytes_total``
+        (cumulative), algorithm-specific entries (e.g. ``consensus_distance``) and the
+        callback's entries.
+    log
+        One dict per round: ``round``, ``upload`` (``"models"`` for FedAvg, IFCA and gossip,
+        ``"gradients"`` for FedSGD, ``"none"`` for local training), ``download``,
+        ``clients`` (how many took part), ``messages_up``, ``messages_down``,
+        ``floats_up``, ``floats_down``, ``bytes_up``, ``bytes_down``.
+    """
+
+    client_params: Tensor
+    global_params: Tensor
+    assignment: Tensor
+    history: list[dict[str, Any]]
+    log: list[dict[str, Any]]
+
+    @property
+    def n_rounds(self) -> int:
+        return len(self.log)
+
+
+@dataclass
+class Recorder:
+    """Accumulates ``log`` and ``history`` rows and calls the user's callback.
+
+    Every method records one row per round with :meth:`record` (or the shorthands below);
+    before the row the models are checked: NaN or inf raises
+    :class:`~networkedfl.algorithms.errors.NonFiniteError` naming the round and the clients."""
+
+    callback: Callback | None
+    itemsize: int
+    log: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    messages_total: int = 0
+    floats_total: int = 0
+
+    def record(
+        self,
+        round_: int,
+        *,
+        upload: str,
+        download: str,
+        clients: int,
+        messages_up: int,
+        messages_down: int,
+        floats_up: int,
+        floats_down: int,
+        client_params: Tensor,
+        global_params: Tensor,
+        selected: Tensor,
+        assignment: Tensor,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.messages_total += messages_up + messages_down
+        self.floats_total += floats_up + floats_down
+        self.log.append(
+            {
+                "round": round_,
+                "upload": upload,
+                "download": download,
+                "clients": clients,
+                "messages_up": messages_up,
+                "messages_down": messages_down,
+                "floats_up": floats_up,
+                "floats_down": floats_down,
+                "bytes_up": floats_up * self.itemsize,
+                "bytes_down": floats_down * self.itemsize,
+            }
+        )
+        row: dict[str, Any] = {
+            "round": round_,
+            "messages_total": self.messages_total,
+            "floats_total": self.floats_total,
+            "bytes_total": self.floats_total * self.itemsize,
+        }
+        if extra:
+            row.update(extra)
+        _check_finite(round_, client_params, global_params, self.history)
+        if self.callback is not None:
+            state = RoundState(
+                round_,
+                client_params,
+                global_params,
+                selected,
+                assignment,
+                self.messages_total,
+                self.floats_total,
+            )
+            more = self.callback(state)
+            if more:
+                row.update(more)
+        self.history.append(row)
+
+
+def _check_finite(round_: int, client_params: Tensor, global_params: Tensor,
+                  history: list[dict[str, Any]]) -> None:
+    """Raise :class:`NonFiniteError` naming the clients and server models that diverged.
+
+    One reduction over each parameter matrix per round (one device sync on a GPU).
+    """
+    if bool(torch.isfinite(client_params).all()) and bool(torch.isfinite(global_params).all()):
+        return
+    clients = torch.nonzero(~torch.isfinite(client_params).all(dim=-1)).flatten().tolist()
+    models = torch.nonzero(~torch.isfinite(global_params).all(dim=-1)).flatten().tolist()
+    raise NonFiniteError(round_, clients, int(client_params.shape[0]), models, history)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingOptions:
+    """The options shared by the torch methods (which ones a method uses: its docstring).
+
+    Attributes
+    ----------
+    n_rounds
+        Communication rounds ``T`` (for DFL: rounds of ``local_steps`` iterations).
+    local_epochs
+        Epochs ``E`` of local mini-batch SGD per round (``ClientUpdate`` of FedAvg; for
+        local training the epochs of the run, also accepted as ``epochs=``).
+    local_steps
+        Local mini-batch steps ``tau`` per round (the chapter's methods).
+    batch_size
+        Mini-batch size ``B``; ``None``: the full local datasets (no random draw).
+    lr
+        Step size ``eta``: a positive number, or for the chapter's methods a schedule
+        ``t -> alpha^t`` of the global iteration (:func:`~networkedfl.nn.inverse_sqrt`).
+    client_fraction
+        ``C``: every round ``max(1, round(C * n_g))`` of the participating clients of every
+        group are selected (1: all).
+    groups
+        Optional integer label per client ``(n,)``: one server model per group (FedAvgC with
+        the true clusters).  ``None``: one model.
+    participants
+        Optional boolean mask ``(n,)`` of the clients that may be selected (e.g. the
+        sampling set ``M`` of the GTV experiments; ``n_g`` counts participants only).  The
+        others never train but still receive their group's final model.
+    init
+        Starting model: ``(P,)`` for every client (or server model), or one row per client
+        or server model; ``None``: one draw of ``model.init`` (IFCA: ``k`` draws).
+    seed
+        Randomness for client sampling, mini-batches and a random ``model.init``: a
+        ``torch.Generator``, a ``numpy.random.Generator`` or an int
+        (:func:`~networkedfl.nn.make_generator`).  Needed only when something is random.
+    callback
+        ``callback(RoundState) -> dict | None`` after each round; its entries join the
+        round's ``history`` row (:mod:`~networkedfl.algorithms.loggers`).
+    device, dtype
+        Where and in which precision to compute: a device or its name (default the CPU), a
+        floating dtype or its name (default :data:`~networkedfl.nn.DEFAULT_DTYPE`, float64).
+    progress
+        Show a tqdm bar over the rounds (the chapter's methods).
+    """
+
+    n_rounds: int = UNSET
+    local_epochs: int = UNSET
+    local_steps: int = UNSET
+    batch_size: int | None = UNSET
+    lr: StepSize = UNSET
+    client_fraction: float = 1.0
+    groups: Any = None
+    participants: Any = None
+    init: Tensor | np.ndarray | None = None
+    seed: GeneratorLike | None = None
+    callback: Callback | None = None
+    device: DeviceLike = "cpu"
+    dtype: torch.dtype | str = DEFAULT_DTYPE
+    progress: bool = False
+
+    def replace(self, **changes: Any) -> TrainingOptions:
+        """A copy with ``changes``; an unknown name is a ``TypeError`` naming it."""
+        names = {f.name for f in dataclasses.fields(self)}
+        for key in changes:
+            if key not in names:
+                raise TypeError(f"TrainingOptions has no option {key!r}; options: {sorted(names)}")
+        return dataclasses.replace(self, **changes)
+
+    def resolve(self, method: str, *, required: Iterable[str] = (), optional: Iterable[str] = (),
+                defaults: Mapping[str, Any] | None = None) -> TrainingOptions:
+        """The options of one call of ``method``, checked, with its defaults filled in.
+
+        ``required`` must be set, ``optional`` and ``defaults`` (the method's defaults of
+        unset options) may be; ``init``, ``seed``, ``callback``, ``device`` and ``dtype``
+        always may.  Any other option set to a value other than its default is a
+        ``TypeError`` naming it; values are checked (``ValueError`` naming the option) and
+        ``device`` and ``dtype`` parsed.
+        """
+        defaults = dict(defaults or {})
+        used = {*required, *optional, *defaults, "init", "seed", "callback", "device", "dtype"}
+        filled = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name not in used:
+                if not _is_default(value, f.default):
+                    raise TypeError(f"{method}() does not use the option {f.name!r} (got {value!r})")
+            elif value is UNSET and f.name in defaults:
+                filled[f.name] = defaults[f.name]
+            elif value is UNSET and f.name in required:
+                raise TypeError(f"{method}() missing required option {f.name!r}")
+        out = dataclasses.replace(self, **filled)
+        checked: dict[str, Any] = {"device": as_device(out.device), "dtype": as_dtype(out.dtype)}
+        for name, minimum in (("n_rounds", 0), ("local_epochs", 0), ("local_steps", 1)):
+            if name in used and getattr(out, name) is not UNSET:
+                checked[name] = check_int(getattr(out, name), name, minimum=minimum)
+        if "batch_size" in used and out.batch_size not in (None, UNSET):
+            checked["batch_size"] = check_int(out.batch_size, "batch_size", minimum=1)
+        if "lr" in used and not callable(out.lr) and not out.lr > 0:
+            raise ValueError(f"lr must be positive, got {out.lr!r}")
+        check_fraction(out.client_fraction)
+        return dataclasses.replace(out, **checked)
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if value is default:
+        return True
+    plain = (bool, int, float, str, torch.dtype)
+    return isinstance(value, plain) and isinstance(default, plain) and value == default
+
+
+def start_run(
+    model: FlatModel,
+    data: Any,
+    options: TrainingOptions | None,
+    overrides: Mapping[str, Any],
+    method: str,
+    *,
+    required: Iterable[str] = (),
+    optional: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    aliases: Mapping[str, str] | None = None,
+    batches: bool = False,
+) -> Run:
+    """The common start of every method: its options resolved (``options`` with the keyword
+    ``overrides``, see :meth:`TrainingOptions.resolve`; ``aliases`` maps a method's own
+    keyword to the option it sets), ``data`` in the options' dtype on their device (a
+    :class:`~networkedfl.nn.ClientData`, or with ``batches`` any
+    :class:`~networkedfl.nn.BatchSource`), the generator made from ``seed`` and the recorder."""
+    if options is not None and not isinstance(options, TrainingOptions):
+        raise TypeError(f"{method}() options must be a TrainingOptions, got {type(options).__name__}")
+    changes = dict(overrides)
+    for alias, name in (aliases or {}).items():
+        if alias in changes:
+            if name in changes:
+                raise TypeError(f"{method}() got both {alias!r} and {name!r}")
+            changes[name] = changes.pop(alias)
+    names = {f.name for f in dataclasses.fields(TrainingOptions)}
+    for key in changes:
+        if key not in names:
+            raise TypeError(f"{method}() got an unexpected keyword argument {key!r}")
+    opts = (options or TrainingOptions()).replace(**changes).resolve(
+        method, required=required, optional=optional, defaults=defaults)
+    if batches:
+        data = as_batches(data, opts.dtype, opts.device)
+    elif isinstance(data, ClientData):
+        data = data.to(opts.dtype, opts.device)
+    else:
+        raise TypeError(f"{method}() data must be a ClientData, got {type(data).__name__}")
+    recorder = Recorder(opts.callback, torch.empty((), dtype=opts.dtype).element_size())
+    return Run(opts, model, data, make_generator(opts.seed), recorder)
+
+
+@dataclass(eq=False)
+class Run:
+    """What a method holds during its rounds (made by :func:`start_run`): the resolved
+    ``options``, the ``model``, the ``data`` on the device, the ``seed`` (the generator of every
+    random draw) and the ``recorder`` of the log and history."""
+
+    options: TrainingOptions
+    model: FlatModel
+    data: Any
+    seed: torch.Generator
+    recorder: Recorder
+    device: torch.device = field(init=False)
+    dtype: torch.dtype = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.device, self.dtype = self.options.device, self.options.dtype
+
+    @property
+    def n_clients(self) -> int:
+        return int(self.data.n_clients)
+
+    @property
+    def n_params(self) -> int:
+        return self.model.n_params
+
+    @cached_property
+    def everyone(self) -> Tensor:
+        """``(n,)`` all true: every client takes part."""
+        return torch.ones(self.n_clients, dtype=torch.bool, device=self.device)
+
+    @cached_property
+    def zeros(self) -> Tensor:
+        """``(n,)`` int64 zeros: every client in group 0."""
+        return torch.zeros(self.n_clients, dtype=torch.int64, device=self.device)
+
+    @cached_property
+    def own(self) -> Tensor:
+        """``(n,)`` ``arange(n)``: every client its own group."""
+        return torch.arange(self.n_clients, device=self.device)
+
+    def initial_rows(self, n_rows: int, what: str) -> Tensor:
+        """``(n_rows, P)`` starting models from the ``init`` option (:func:`initial_rows`)."""
+        return initial_rows(self.model, self.options.init, n_rows, self.seed, self.dtype,
+                            self.device, what)
+
+    def groups(self) -> tuple[Tensor, int]:
+        """The ``groups`` option as labels ``(n,)`` and their number (:func:`check_groups`)."""
+        return check_groups(self.options.groups, self.n_clients, self.device)
+
+    def participants(self, *, allow_none: bool = False) -> Tensor:
+        """The ``participants`` option as a mask ``(n,)`` (:func:`check_participants`)."""
+        return check_participants(self.options.participants, self.n_clients, self.device,
+                                  allow_none=allow_none)
+
+    def server_models(self) -> tuple[Tensor, int, Tensor, Tensor]:
+        """The start of a client-server method with one model per group (FedAvg, FedSGD):
+        the groups ``(n,)``, their number ``G``, the participants ``(n,)`` (at least one)
+        and the starting models ``(G, P)``."""
+        group_of, n_groups = self.groups()
+        allowed = self.participants()
+        return group_of, n_groups, allowed, self.initial_rows(n_groups, "group")
+
+    def mask(self, mask: Any) -> Tensor | None:
+        """A per-client parameter mask ``(n, P)`` (:func:`~networkedfl.nn.check_mask`)."""
+        return check_mask(mask, self.n_clients, self.n_params, self.dtype, self.device)
+
+    def record_alone(self, round_: int, params: Tensor) -> None:
+        """A round without communication: every client trained its own model."""
+        self.recorder.record(round_, upload="none", download="none", clients=self.n_clients,
+                             messages_up=0, messages_down=0, floats_up=0, floats_down=0,
+                             client_params=params, global_params=params, selected=self.everyone,
+                             assignment=self.own)
+
+    def record_exchange(self, round_: int, client_params: Tensor, global_params: Tensor,
+                        assignment: Tensor, *, extra: Mapping[str, Any] | None = None,
+                        download: str = "models", floats_down: int | None = None) -> None:
+        """Every client sent its model up (``P`` floats) and received one message down
+        (``P`` floats unless ``floats_down`` says how many in all)."""
+        n, p = self.n_clients, self.n_params
+        self.recorder.record(
+            round_, upload="models", download=download, clients=n, messages_up=n, messages_down=n,
+            floats_up=n * p, floats_down=n * p if floats_down is None else floats_down,
+            client_params=client_params, global_params=global_params, selected=self.everyone,
+            assignment=assignment, extra=extra)
+
+    def record_gossip(self, round_: int, params: Tensor, messages: int, *, upload: str = "models",
+                      vectors: int = 1, extra: Mapping[str, Any] | None = None) -> None:
+        """A serverless round: ``messages`` messages of ``vectors`` vectors of ``P`` floats
+        between neighbours; the history row holds ``consensus_distance`` and ``extra``."""
+        self.recorder.record(
+            round_, upload=upload, download="none", clients=self.n_clients,
+            messages_up=messages, messages_down=0, floats_up=messages * self.n_params * vectors,
+            floats_down=0, client_params=params, global_params=params.mean(dim=0, keepdim=True),
+            selected=self.everyone, assignment=self.zeros,
+            extra={"consensus_distance": consensus_distance(params), **(extra or {})})
+
+    def server_rounds(self, groups: Tensor, n_groups: int,
+                      participants: Tensor) -> Iterator[tuple[int, Tensor, Tensor, Any]]:
+        """The rounds ``t = 1 .. n_rounds`` of a client-server method, each with its clients
+        (:func:`~networkedfl.algorithms.aggregate.sample_clients` with the
+        ``client_fraction`` option): ``(t, selected (n,), their indices, their data)``."""
+        for t in range(1, self.options.n_rounds + 1):
+            selected = sample_clients(groups, n_groups, self.options.client_fraction, participants,
+                                      self.seed)
+            idx = torch.nonzero(selected).squeeze(1)
+            yield t, selected, idx, self.data if idx.numel() == self.n_clients else self.data.subset(idx)
+
+    def record_server_round(self, round_: int, *, upload: str, global_params: Tensor,
+                            group_of: Tensor, selected: Tensor, client_params: Tensor | None = None,
+                            downloads: int | None = None, floats_down: int | None = None,
+                            extra: Mapping[str, Any] | None = None) -> None:
+        """Client-server round: each selected client sends ``P`` floats up (``upload``:
+        "models" or "gradients"); ``downloads`` clients (default the selected ones) receive
+        ``floats_down`` floats in all (default ``P`` each: their group's model, which they
+        hold unless ``client_params`` says otherwise)."""
+        s = int(selected.sum())
+        p = int(global_params.shape[1])
+        r = s if downloads is None else downloads
+        self.recorder.record(
+            round_, upload=upload, download="models", clients=r, messages_up=s, messages_down=r,
+            floats_up=s * p, floats_down=r * p if floats_down is None else floats_down,
+            client_params=global_params[group_of] if client_params is None else client_params,
+            global_params=global_params, selected=selected, assignment=group_of, extra=extra)
+
+    def result(self, client_params: Tensor, global_params: Tensor,
+               assignment: Tensor) -> FederatedResult:
+        """The :class:`FederatedResult` with the recorded history and log."""
+        return FederatedResult(client_params, global_params, assignment, self.recorder.history,
+                               self.recorder.log)
+
+
+def check_groups(groups: Any, n: int, device: torch.device) -> tuple[Tensor, int]:
+    """Group labels as an int64 tensor ``(n,)`` and the number of groups ``max + 1``."""
+    if groups is None:
+        return torch.zeros(n, dtype=torch.int64, device=device), 1
+    g = groups if isinstance(groups, Tensor) else torch.as_tensor(np.asarray(groups))
+    if g.is_floating_point() or g.shape != (n,):
+        raise ValueError(f"groups must be {n} integer labels, got shape {tuple(g.shape)}")
+    g = g.to(dtype=torch.int64, device=device)
+    if n and int(g.min()) < 0:
+        raise ValueError("group labels must be non-negative")
+    return g, (int(g.max()) + 1 if n else 1)
+
+
+def check_participants(participants: Any, n: int, device: torch.device, *,
+                        allow_none: bool = False) -> Tensor:
+    """Boolean mask ``(n,)`` of the clients allowed to train (default: all); one with no
+    client is an error unless ``allow_none`` (the server algorithms' rounds need one)."""
+    if participants is None:
+        return torch.ones(n, dtype=torch.bool, device=device)
+    p = (
+        participants
+        if isinstance(participants, Tensor)
+        else torch.as_tensor(np.asarray(participants))
+    )
+    if p.dtype != torch.bool or p.shape != (n,):
+        raise ValueError(f"participants must be a boolean mask of shape ({n},)")
+    if not allow_none and not bool(p.any()):
+        raise ValueError("participants select no client: at least one client must be allowed to train")
+    return p.to(device)
+
+
+def initial_rows(
+    model: FlatModel,
+    init: Tensor | np.ndarray | None,
+    n_rows: int,
+    seed: torch.Generator | None,
+    dtype: torch.dtype,
+    device: torch.device,
+    what: str,
+) -> Tensor:
+    """``(n_rows, P)`` starting models: ``model.init`` once, a ``(P,)`` vector, or ``(n_rows, P)``."""
+    if init is None:
+        row = model.initial_params(seed, dtype=dtype, device=device)
+        return row.expand(n_rows, -1).clone()
+    t = init if isinstance(init, Tensor) else torch.as_tensor(np.asarray(init))
+    t = t.to(dtype=dtype, device=device)
+    if t.shape == (model.n_params,):
+        return t.expand(n_rows, -1).clone()
+    if t.shape == (n_rows, model.n_params):
+        return t.clone()
+    raise ValueError(
+        f"init must have shape ({model.n_params},) or ({n_rows}, {model.n_params}) "
+        f"(one row per {what}), got {tuple(t.shape)}"
+    )

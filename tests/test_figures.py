@@ -1,0 +1,387 @@
+"""The notebooks' figure functions and their helper (issue 18 items 3 and 5).
+
+Every public function of ``experiments/<paper>/figures.py`` is smoke-tested on the test
+profile's real table of the target that calls it (marker ``pipeline``: the session fixture
+``built`` runs the whole test profile once); the report helper is tested on small tables.
+"""
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from networkedfl.experiments import get_experiment  # noqa: E402
+from networkedfl.experiments.fedrelax import figures as fedrelax  # noqa: E402
+from networkedfl.experiments.gfl import figures as gfl  # noqa: E402
+from networkedfl.experiments.gtv import figures as gtv  # noqa: E402
+from networkedfl.experiments.lecture import figures as lecture  # noqa: E402
+from networkedfl.experiments.report import DEVIATIONS_ROOT, Report, load_target  # noqa: E402
+
+MODULES = {"gtv": gtv, "fedrelax": fedrelax, "gfl": gfl, "lecture": lecture}
+
+
+def _labels(ax) -> list[str]:
+    legend = ax.get_legend()
+    return [t.get_text() for t in legend.get_texts()] if legend is not None else []
+
+
+def _titles(fig) -> list[str]:
+    return [ax.get_title() for ax in fig.axes]
+
+
+# --- checks: each takes the target's table and returns nothing; they fail on a wrong result
+
+
+def _sweep(curve, panel="penalty", rows=1):
+    def check(fig, table):
+        panels = table[panel].nunique()
+        assert len(fig.axes) == rows * panels
+        assert all(ax.get_yscale() == "log" for ax in fig.axes)
+        # the legend, beside the first row's last panel: one entry per curve and per variant
+        assert len(_labels(fig.axes[panels - 1])) == table[curve].nunique() + table["variant"].nunique()
+    return check
+
+
+def _accuracy(curve_column, legend_title):
+    def check(fig, table):
+        (ax,) = fig.axes
+        curves = table[(table["metric"] == "accuracy") & table["iteration"].notna()][curve_column].nunique()
+        variants = table["variant"].nunique() if "variant" in table else 0
+        assert len(_labels(ax)) == curves + (variants if variants > 1 else 0)  # a curve, a variant's line style
+        assert ax.get_legend().get_title().get_text() == legend_title
+        assert ax.get_ylabel() == "validation accuracy (pooled over nodes)"
+    return check
+
+
+def _accuracy_summary(fig_or_frame, table):
+    assert {"final accuracy", "final std", "last iteration"} <= set(fig_or_frame.columns)
+    assert list(fig_or_frame.index.names) == ["variant", "curve"]
+    assert fig_or_frame["final accuracy"].between(0, 1).all()
+
+
+def _n_axes(n, **attrs):
+    def check(fig, table):
+        assert len(fig.axes) == n, _titles(fig)
+        for name, values in attrs.items():
+            got = [getattr(ax, f"get_{name}")() for ax in fig.axes[: len(values)]]
+            assert got == list(values), got
+    return check
+
+
+def _columns(*expected, index=None):
+    def check(frame, table):
+        assert len(frame) > 0
+        assert set(expected) <= set(frame.columns), list(frame.columns)
+        if index is not None:
+            assert list(frame.index.names) == list(index)
+    return check
+
+
+def _graph_insets(fig, table):
+    nodes = table[(table["graph"] == "empirical") & (table["element"] == "node")]["node"].nunique()
+    assert len(fig.axes) == 1 and len(fig.axes[0].child_axes) == nodes  # one inset per local dataset
+    assert fig.axes[0].get_title() == "empirical graph; insets: local datasets (feature vs label)"
+
+
+def _star_lambda(fig, table):
+    ax1, ax2 = fig.axes
+    assert ax1.get_xscale() == ax2.get_xscale() == ax2.get_yscale() == "log"
+    nodes = table[(table["metric"] == "weight") & (table["method"] == "primal_dual")]["node"].nunique()
+    assert len(ax1.get_lines()) == nodes  # one path per node
+    assert any(label.startswith("0.001 s(") for label in _labels(ax2))  # the test profile's fusion level
+
+
+def _ablation(fig, table):
+    panels = gtv.ablation_means(table).index.get_level_values("panel").unique()
+    assert len(fig.axes) == len(panels)
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert ticks[0] == "published" and ticks[-1] == "paper" and 2 < len(ticks) <= table["switch"].nunique()
+
+
+def _ablation_means(frame, table):
+    assert list(frame.columns)[:1] == ["published"] and "paper" in frame.columns
+    assert frame.notna().any().all()
+
+
+def _spread(frame, table):
+    assert {("mean", "relative_spread"), ("max", "max_abs_dual")} <= set(frame.columns)
+
+
+def _means_over(x):
+    def check(frame, table):
+        assert sorted(frame.columns) == sorted(table[x].unique())
+        assert (frame.to_numpy() > 0).all()
+    return check
+
+
+def _text(fragment):
+    def check(value, table):
+        assert isinstance(value, str) and fragment in value
+    return check
+
+
+def _client_data(value, table):
+    line, info, edges = value
+    assert line.startswith("vocabulary: ")
+    assert set(info.columns) == {"train_windows", "test_windows", "trainable_rows"}
+    assert list(edges.columns) == ["domain", "neighbour", "cosine"] and len(edges) > 0
+
+
+def _per_domain(frame, table):
+    assert list(frame.columns) == list(gfl.final_losses(table).index)  # ordered by the final loss
+    assert frame.index.nunique() == table.loc[table["metric"] == "test_loss_client", "domain"].nunique()
+
+
+def _review_stats(styler, table):
+    html = styler.to_html()
+    assert "avg length: difference" in html and "unique words: difference" in html and "%" in html
+
+
+def _noniid(fig, table):
+    assert len(fig.axes) == 3
+    assert all(ax.get_ylabel() for ax in fig.axes)
+
+
+def _upper_gain(fig, table):
+    assert len(fig.axes) == 3
+    assert fig.axes[2].get_title() == "UL loss lowered by the learnt phi"
+    assert len(fig.axes[2].get_lines()) == 2  # BiG-FL's gain and the zero line
+
+
+def _variation(fig, table):
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log"
+    assert len(ax.get_lines()) >= 2  # variation and its bound
+
+
+def _communication(fig, table):
+    assert len(fig.axes) == 3
+    assert fig.axes[1].get_xlabel() == "messages sent"
+    assert len(_labels(fig.axes[0])) == len(table.groupby(["method", "E", "B"], dropna=False))  # one per run
+
+
+def _tuned(frame, table):
+    assert {"method", "grid point", "validation loss", "chosen"} == set(frame.columns)
+    assert frame.groupby("method")["chosen"].sum().eq(1).all()
+
+
+def _dm(fig, table):
+    (ax,) = fig.axes
+    assert len(_labels(ax)) == table["alpha"].nunique()
+
+
+#: (function, target, extra arguments ("params", "title" from the target's notebook parameters), check)
+CASES = [
+    # GTV
+    (gtv.fig01_empirical_graph, "gtv_fig01_empirical_graph", (), _graph_insets),
+    (gtv.fig02_num_clusters, "gtv_fig02_num_clusters", (),
+     _n_axes(1, xlabel=["number of clusters k"], title=["parameter MSE (39), mean ± std over repetitions"])),
+    (gtv.fig02_means, "gtv_fig02_num_clusters", (), _columns(index=["variant", "method"])),
+    (gtv.fig03_chain_sampling, "gtv_fig03_chain_sampling", (), _sweep("M")),
+    (gtv.fig04_chain_noise, "gtv_fig04_chain_noise", (), _sweep("sigma")),
+    (gtv.fig09_sbm_sampling, "gtv_fig09_sbm_sampling", (), _sweep("M", rows=2)),
+    (gtv.fig10_sbm_noise, "gtv_fig10_sbm_noise", (), _sweep("sigma", rows=2)),
+    (gtv.fig11_unbalanced, "gtv_fig11_unbalanced", (), _sweep("penalty", panel="M")),
+    (gtv.sweep_means, "gtv_fig09_sbm_sampling", ("p_out", "M"), _means_over("p_out")),
+    (gtv.fig05_mnist_lambda, "gtv_fig05_mnist_lambda", ("params", "title"), _accuracy("lam", "Alg. 1 (nLasso)")),
+    (gtv.fig06_mnist_methods, "gtv_fig06_mnist_methods", ("params", "title"), _accuracy("method", "method")),
+    (gtv.fig07_mnist_five_clusters, "gtv_fig07_mnist_five_clusters", ("params", "title"),
+     _accuracy("method", "method")),
+    (gtv.step_scan, "gtv_mnist_step_scan", ("params", "title"), _accuracy("method", "step scale")),
+    (gtv.accuracy_summary, "gtv_fig06_mnist_methods", ("method", "params"), _accuracy_summary),
+    (gtv.weight_spread, "gtv_fig05_mnist_lambda", (), _spread),
+    (gtv.learnt_graph, "gtv_fig06_mnist_methods", (), _columns("learnt graph")),
+    (gtv.fig08_cluster_graph, "gtv_fig08_cluster_graph", (),
+     _n_axes(2, title=["empirical graph", "cluster graph (summed weights)"])),
+    (gtv.plot_cluster_graph, "gtv_fig08_cluster_graph", (), _n_axes(2)),
+    (gtv.fig12_star_graph, "gtv_fig12_star_graph", (), _n_axes(1, title=["star graph (centre: node 0)"])),
+    (gtv.fig13_star_lambda, "gtv_fig13_star_lambda", ("params",), _star_lambda),
+    (gtv.plot_star_lambda, "gtv_fig13_star_lambda", (), _n_axes(2)),
+    (gtv.quirk_ablation, "gtv_quirk_ablation", (), _ablation),
+    (gtv.quirk_ablation, "gtv_quirk_ablation_mnist", (), _ablation),
+    (gtv.plot_ablation, "gtv_quirk_ablation", (), _ablation),
+    (gtv.ablation_means, "gtv_quirk_ablation_mnist", (), _ablation_means),
+    (gtv.highdim_sbm, "gtv_table1_highdim_sbm", (), _columns("label_mse", "parameter_mse")),
+    (gtv.mnist_clusters, "gtv_table2_mnist_clusters", (), _columns("nodes (graph)")),
+    (gtv.covariance_errors, "gtv_table3_covariance", (), _columns("label_mse_sampled", "parameter_mse")),
+    (gtv.covariances, "gtv_table3_covariance", (), _columns("metric", "value")),
+    # FedRelax
+    (fedrelax.plot_dm_ratio, "fedrelax_fig01a_dm_ratio", (), _dm),
+    (fedrelax.mean_table, "fedrelax_fig01a_dm_ratio", ("weight_mse", "d_over_m", "alpha"), _means_over("alpha")),
+    (fedrelax.plot_convergence, "fedrelax_fig01b_convergence", (), lambda fig, t: len(fig.axes) >= 1),
+    (fedrelax.convergence_summary, "fedrelax_fig01b_convergence", (),
+     _columns("final", "minimum", "argmin", index=["sigma", "alpha"])),
+    (fedrelax.plot_baselines, "fedrelax_fig01c_baselines", (), lambda fig, t: len(_labels(fig.axes[0])) >= 5),
+    (fedrelax.final_per_seed, "fedrelax_fig01c_baselines", (), _columns("fedrelax", index=["seed"])),
+    (fedrelax.plot_tree_ratio, "fedrelax_fig02a_trees_dm", ("d_over_m",), _n_axes(1, xlabel=["d / m"])),
+    (fedrelax.plot_tree_ratio, "fedrelax_fig02b_trees_noise", ("sigma",), _n_axes(1, xlabel=[r"noise $\sigma$"])),
+    (fedrelax.plot_noniid, "fedrelax_fig03_noniid_linear", (False,), _noniid),
+    (fedrelax.plot_noniid, "fedrelax_fig04_noniid_trees", (True,), _noniid),
+    (fedrelax.plot_variation, "fedrelax_fig05a_variation_noise", (["sigma", "alpha"],), _variation),
+    (fedrelax.plot_variation, "fedrelax_fig05b_variation_connectivity", (["p_in"],), _variation),
+    (fedrelax.variation_summary, "fedrelax_fig05a_variation_noise", (["sigma", "alpha"],),
+     _columns("final variation", "bound (25)", index=["sigma", "alpha"])),
+    (fedrelax.variation_summary, "fedrelax_fig05b_variation_connectivity", ("p_in",),
+     _columns("lambda_2", "final variation", "bound (25)", index=["p_in"])),
+    # graph-aware chapter
+    (gfl.fig10_1_dfl, "gfl_fig10_1_dfl", (), _n_axes(2, ylabel=["test loss (MSE)", "consensus distance"])),
+    (gfl.final_losses, "gfl_fig10_1_dfl", (), _columns("round 0", "final", "final std", "seeds")),
+    (gfl.tuning_summary, "gfl_fig10_1_dfl", (), _tuned),
+    (gfl.fig10_2_homologous_graphs, "gfl_fig10_2_homologous_graphs", (), _n_axes(5)),  # 4 panels, a colour bar
+    (gfl.homologous_samples, "gfl_fig10_2_homologous_graphs", (), _columns(index=["node", "sample"])),
+    (gfl.settings_table, "gfl_table10_1_settings", (), _columns("group", "item", "value", "paper", "provenance")),
+    (gfl.fig10_3_synthetic, "gfl_fig10_3_synthetic", (), _upper_gain),
+    (gfl.cluster_agreement, "gfl_fig10_3_synthetic", (), _columns("mean", "count")),
+    (gfl.fig10_4_reviews_nlp, "gfl_fig10_4_reviews_nlp", (),
+     _n_axes(2, ylabel=["test loss (nats per token)", "test perplexity"])),
+    (gfl.reviews_final_losses, "gfl_fig10_4_reviews_nlp", (), _columns("final", "final perplexity")),
+    (gfl.per_domain_losses, "gfl_fig10_4_reviews_nlp", (), _per_domain),
+    (gfl.client_data, "gfl_fig10_4_reviews_nlp", (), _client_data),
+    (gfl.reviews_diagnostics, "gfl_fig10_4_reviews_nlp", (), _columns("first", "last", index=["method", "metric"])),
+    (gfl.fesem_clusters, "gfl_fig10_4_reviews_nlp", (), lambda s, t: len(s) >= 1 and s.str.len().gt(0).all()),
+    (gfl.review_stats, "gfl_table10_2_review_stats", (), _review_stats),
+    (gfl.review_totals, "gfl_table10_2_review_stats", (), _text("total words: published 63,144")),
+    (gfl.review_extras, "gfl_table10_2_review_stats", (), _columns("train_documents", "test_documents")),
+    # lecture
+    (lecture.fig1_fedsgd_vs_fedavg, "lecture_fig1_fedsgd_vs_fedavg", (), _communication),
+    (lecture.plot_communication, "lecture_fig1_fedsgd_vs_fedavg", (), _communication),
+    (lecture.final_round, "lecture_fig1_fedsgd_vs_fedavg", (),
+     _columns("test_loss", "messages_total", index=["method", "E", "B"])),
+    (lecture.upload_table, "lecture_table1_fedsgd_fedavg", (), lambda f, t: len(f) == t["method"].nunique()),
+]
+#: Helpers tested elsewhere or not figure functions (tests/test_graph_aware_figures.py: the
+#: chapter's curve helpers, drawn on axes the figures above create).
+NOT_FIGURES = {"load_target", "plot_method_curves", "plot_upper_level_gain"}
+
+
+def test_every_figure_function_has_a_smoke_test():
+    tested = {(fn.__module__, fn.__name__) for fn, *_ in CASES}
+    missing = [f"{module.__name__}.{name}" for module in MODULES.values() for name in module.__all__
+               if callable(getattr(module, name)) and name not in NOT_FIGURES
+               and (getattr(module, name).__module__, name) not in tested]
+    assert not missing, missing
+
+
+def test_every_paper_s_figures_module_offers_the_notebooks_helper():
+    assert all(module.load_target is load_target for module in MODULES.values())
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize(("fn", "target", "args", "check"), CASES,
+                         ids=[f"{fn.__name__}-{target}" for fn, target, *_ in CASES])
+def test_figure_function_on_the_test_profile(built, fn, target, args, check):
+    """The function draws the target's table of the test profile as its notebook does."""
+    report = load_target(target, results=built / "results", show=False)
+    assert report.params, "the pipeline's notebook parameters are read"
+    values = {"params": report.params, "title": report.title}
+    out = fn(report.table, *[values[a] if isinstance(a, str) and a in values else a for a in args])
+    try:
+        result = check(out, report.table)
+        assert result is None or result
+    finally:
+        plt.close("all")
+
+
+# --- the report helper, on small tables
+
+
+@pytest.fixture
+def outputs(tmp_path):
+    """A results folder holding one GTV target's table and claims (two variants)."""
+    results = tmp_path / "results"
+    (results / "tables").mkdir(parents=True)
+    (results / "claims").mkdir()
+    target = "gtv_fig03_chain_sampling"
+    pd.DataFrame({"variant": ["published", "paper"], "metric": ["parameter_mse"] * 2, "value": [1.0, 2.0],
+                  "seed": [0, 0]}).to_csv(results / "tables" / f"{target}.csv", index=False)
+    claims = [{"variant": v, "claim": f"claim {k}", "passed": p, "detail": "d"}
+              for v, passes in (("published", (True, True)), ("paper", (True, False))) for k, p in enumerate(passes)]
+    (results / "claims" / f"{target}.json").write_text(json.dumps(claims))
+    (results / "reports").mkdir()
+    (results / "reports" / f"{target}.params.yaml").write_text("target: x\nparams:\n  repetitions: 2\n")
+    return target, results
+
+
+def test_load_target_reads_the_pipeline_s_outputs_and_the_registry(outputs):
+    target, results = outputs
+    report = load_target(target, results=results, show=False)
+    assert isinstance(report, Report) and len(report.table) == 2 and len(report.claims) == 4
+    experiment = get_experiment(target)
+    assert (report.title, report.source) == (experiment.title, experiment.source)
+    assert report.figure_png == str(results / "figures" / f"{target}.png")
+    assert report.claims_counts() == ["published: 2 of 2 claims hold", "paper: 1 of 2 claims hold"]
+    assert report.deviations == tuple(experiment.deviations)
+    assert report.params == {"repetitions": 2}  # what the pipeline passed to the notebook
+    assert load_target(target, results=results, params={"a": 1}, show=False).params == {"a": 1}
+
+
+def test_papermill_s_parameters_win_over_the_defaults(outputs, tmp_path):
+    target, results = outputs
+    table, claims = results / "tables" / f"{target}.csv", results / "claims" / f"{target}.json"
+    report = load_target(target, str(table), str(claims), tmp_path / "f.pdf", tmp_path / "f.png", "T", "S",
+                         {"plot_iterations": 3}, show=False)
+    assert (report.title, report.source, report.params) == ("T", "S", {"plot_iterations": 3})
+    assert report.table_path == str(table) and report.figure_pdf == str(tmp_path / "f.pdf")
+    with pytest.raises(ValueError, match="without its claims"):
+        load_target(target, str(table), show=False)
+
+
+def test_the_header_links_every_deviation_from_the_rendered_report(outputs, repo, capsys, monkeypatch):
+    target, results = outputs
+    report = load_target(target, results=results, show=False)
+    assert report.deviations, "the target depends on deviations"
+    links = report.deviation_links()
+    slug = report.deviations[0]
+    assert links[0] == f"[{slug}]({DEVIATIONS_ROOT}/gtv.md#{slug})"
+    # the link resolves from results/reports/<id>.html to the repository's page and heading
+    page = (repo / "results" / "reports" / DEVIATIONS_ROOT / "gtv.md").resolve()
+    assert f"### {slug}\n" in page.read_text(encoding="utf-8")
+    shown = []
+    monkeypatch.setattr("networkedfl.experiments.report._display", lambda *objs: shown.extend(objs))
+    assert report.show_header() is report
+    assert shown[0].data.startswith(f"**{report.source}**: {report.title}") and links[-1] in shown[0].data
+    assert capsys.readouterr().out == f"2 rows from {results / 'tables' / f'{target}.csv'}\n"
+
+
+def test_claims_are_counted_per_variant_or_in_total(outputs, capsys):
+    target, results = outputs
+    report = load_target(target, results=results, show=False)
+    styled = report.show_claims()
+    assert capsys.readouterr().out.splitlines() == report.claims_counts()
+    assert "color: red" in styled.to_html() and "color: green" in styled.to_html()
+    report.claims = report.claims.drop(columns="variant")
+    assert report.claims_counts() == ["3 of 4 claims hold"]
+
+
+def test_show_figure_writes_the_pdf_and_png(outputs, tmp_path):
+    target, results = outputs
+    report = load_target(target, results=results, show=False)
+    report.figure_pdf, report.figure_png = str(tmp_path / "a" / "x.pdf"), str(tmp_path / "a" / "x.png")
+    (tmp_path / "a").mkdir()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    report.show_figure(fig)
+    assert (tmp_path / "a" / "x.pdf").read_bytes().startswith(b"%PDF")
+    assert (tmp_path / "a" / "x.png").read_bytes().startswith(b"\x89PNG")
+    report.figure_pdf = None
+    with pytest.raises(ValueError, match="no figure paths"):
+        report.show_figure(fig)
+    plt.close(fig)
+
+
+def test_show_tuning_shows_the_chosen_points_and_returns_the_grid(outputs, monkeypatch):
+    target, results = outputs
+    report = load_target(target, results=results, show=False)
+    report.table = pd.DataFrame([
+        {"method": "A", "tuning_point": k, "tuning_values": f"lr={v}", "metric": "tuning_validation_loss", "value": v}
+        for k, v in enumerate((2.0, 1.0))] + [
+        {"method": "A", "tuning_point": 1, "tuning_values": "lr=1.0", "metric": "tuning_chosen", "value": 1.0}])
+    shown = []
+    monkeypatch.setattr("networkedfl.experiments.report._display", lambda *objs: shown.extend(objs))
+    grid = report.show_tuning()
+    assert list(shown[0].index) == ["A"] and shown[0].loc["A", "grid point"] == "lr=1.0"
+    assert list(grid.index) == ["lr=2.0", "lr=1.0"] and list(grid["A"]) == [2.0, 1.0]
