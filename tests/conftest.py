@@ -1,4 +1,7 @@
-"""Shared fixtures: the repository root and the merged test configuration."""
+"""Shared fixtures (the repository root, the merged test configuration, the built test
+profile) and the cost split: every test under ``tests/integration/`` is marked
+``integration``, which plain ``pytest`` leaves out (the fast loop is ``tests/unit/``); the
+README's test command (``-m ""``) runs both."""
 
 from pathlib import Path
 
@@ -8,6 +11,13 @@ from networkedfl.pipeline.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+INTEGRATION = Path(__file__).resolve().parent / "integration"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if INTEGRATION in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ depends on (its ``deviations``).
 
 A deviation is cited by its name and a link to its heading, never by a number (the names stay
 when deviations are added or removed); :func:`deviation_link` builds the link.
-``tests/test_deviations.py`` checks this table against the headings of the pages.
+``tests/unit/experiments/test_deviations.py`` checks this table against the headings of the pages.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pandas as pd
 __all__ = ["PAUSE_ENV", "atomic_write", "keep_previous", "previous_path", "write_csv", "write_json",
            "write_job_table"]
 
-#: Fault injection for the interruption tests (``tests/test_faults.py``): seconds every
+#: Fault injection for the interruption tests (``tests/integration/test_faults.py``): seconds every
 #: :func:`atomic_write` waits between writing its temporary file and renaming it onto the
 #: output, so that a test can stop a job in the middle of a write.  Unset in normal use.
 def shared_file_mode(path: str | os.PathLike) -> None:

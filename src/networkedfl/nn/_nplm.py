@@ -234,7 +234,7 @@ class WordPairCounts:
     ``n_a = sum_b C_ab``.  The logits are then computed once per distinct word instead of
     once per token: in Fig. 10.4 about 210 distinct words among the 700 tokens of a
     mini-batch, and about 750 among the ~13,000 test tokens of a domain.  The result is the
-    windows' loss up to the order of floating-point summation (``tests/test_language_model.py``).
+    windows' loss up to the order of floating-point summation (``tests/unit/nn/test_language_model.py``).
 
     A token of window ``k`` weighs ``w_k / L`` (window weight over window length), so the
     weights of a client sum to the sum of its window weights, as in

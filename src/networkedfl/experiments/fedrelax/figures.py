@@ -5,7 +5,7 @@ matplotlib figure: means over the repetition seeds (and, for Fig. 5, over the ru
 a band of one standard deviation where the curves are per iteration and error bars where
 they are per grid point; the other functions return the summary frames the notebooks show
 beside the figures.  Restyling a figure means editing its function here (each is
-smoke-tested on the test profile's tables in ``tests/test_figures.py``), never a notebook
+smoke-tested on the test profile's tables in ``tests/integration/test_figures.py``), never a notebook
 cell.  Nothing here runs an experiment.
 """
 

@@ -1,8 +1,8 @@
 """Figures and tables of the graph-aware chapter's targets (Figs. 10.1-10.4, Tables 10.1-10.2).
 
 The notebooks call these; restyling a figure means editing a function here (smoke-tested on
-the test profile's tables in ``tests/test_figures.py``, the helpers also in
-``tests/test_graph_aware_figures.py``), not a notebook cell.  Every comparison shows the
+the test profile's tables in ``tests/integration/test_figures.py``, the helpers also in
+``tests/unit/experiments/test_graph_aware_figures.py``), not a notebook cell.  Every comparison shows the
 tuned methods (issue 17) against the reference bounds: ``Local`` (each client alone),
 ``Oracle`` (ground-truth structure) and ``Predict the mean`` (a horizontal line).
 """

@@ -4,7 +4,7 @@ Every ``fig*`` function takes the table written to ``results/tables/<id>.csv`` (
 target's parameters where the figure depends on them) and returns a matplotlib figure; the
 other functions return the summary frames the notebooks show beside the figures.  Restyling
 a figure means editing its function here (each is smoke-tested on the test profile's tables
-in ``tests/test_figures.py``), never a notebook cell.  Nothing here runs an experiment.
+in ``tests/integration/test_figures.py``), never a notebook cell.  Nothing here runs an experiment.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Figures of the lecture demo's targets, drawn from their tidy tables (used by the notebooks).
 
 Restyling a figure means editing its function here (smoke-tested on the test profile's
-tables in ``tests/test_figures.py``), never a notebook cell.  Nothing here runs an experiment.
+tables in ``tests/integration/test_figures.py``), never a notebook cell.  Nothing here runs an experiment.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-RUN_ALL = Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py"
+RUN_ALL = Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py"
 
 
 @pytest.fixture(scope="module")

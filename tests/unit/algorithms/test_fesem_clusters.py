@@ -26,7 +26,7 @@ from networkedfl.experiments.registry import rng_for
 from networkedfl.nn import ClientBatches, make_generator
 from networkedfl.pipeline.config import load_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 N_PER, D_IN, D_OUT = 4, 3, 2
 
 

@@ -1,23 +1,16 @@
-"""Provenance and code-aware reruns (issue 22 item 1): every raw output and table records
-the package version and the hash of the code it ran; a code change reruns the jobs whose
-code changed, and only those; docstrings and comments change nothing."""
+"""Provenance (issue 22 item 1): the modules each target's jobs run and the hash of their
+code; docstrings and comments change nothing (the reruns themselves:
+``tests/integration/test_reruns.py``)."""
 
-import json
 import os
 import subprocess
 import sys
 
-import pytest
-from conftest import copy_checkout
-
-from networkedfl import __version__
 from networkedfl.experiments import EXPERIMENTS
 from networkedfl.pipeline.provenance import (
     code_hash,
     module_closure,
     notebook_modules,
-    read_sidecar,
-    sidecar_path,
     target_modules,
 )
 
@@ -65,43 +58,3 @@ def test_the_code_hash_ignores_docstrings_comments_and_formatting(tmp_path):
     assert code_hash(modules, tmp_path / "networkedfl") == before
     mod.write_text('"""Doc."""\nSIGMA = 0.5\n\n\ndef f(x):\n    return SIGMA * x\n')
     assert code_hash(modules, tmp_path / "networkedfl") != before
-
-
-@pytest.mark.pipeline
-def test_a_code_change_reruns_exactly_the_jobs_that_run_it(repo, tmp_path):
-    checkout = copy_checkout(tmp_path / "checkout", "src")  # the jobs run this copy's code
-    tables = [f"results/tables/{t}.csv" for t in (USES_SOLVER, NO_SOLVER)]
-
-    def snakemake(*args):
-        proc = subprocess.run([sys.executable, "-m", "snakemake", *args, "--cores", "2", "--configfile",
-                               "config/test.yaml"], cwd=checkout, capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        return proc.stdout + proc.stderr
-
-    snakemake(*tables)
-    # every raw output and table has its sidecar, with the code of the checkout's src/
-    root = checkout / "src" / "networkedfl"
-    for target in (USES_SOLVER, NO_SOLVER):
-        expected = code_hash(target_modules(target, root), root)
-        table = checkout / f"results/tables/{target}.csv"
-        record = read_sidecar(table)
-        assert record["version"] == __version__ and record["code_hash"] == expected
-        assert record["job_code_hashes"] == [expected] and record["target"] == target
-        raws = sorted((checkout / "results" / "raw" / target).glob("*/seed-*.csv"))  # not .previous/
-        assert raws and all(read_sidecar(r)["code_hash"] == expected for r in raws)
-        assert json.loads(sidecar_path(raws[0]).read_text())["libraries"]["numpy"]
-    assert "Nothing to be done" in snakemake(*tables, "-n")
-
-    solver = root / "algorithms" / "primal_dual.py"
-    source = solver.read_text()
-    solver.write_text(source.replace("DEFAULT_SIGMA = 0.45", "DEFAULT_SIGMA = 0.45  # a comment", 1))
-    assert "Nothing to be done" in snakemake(*tables, "-n")  # comments change nothing
-
-    solver.write_text(source.replace("DEFAULT_SIGMA = 0.45", "DEFAULT_SIGMA = 0.4", 1))
-    plan = snakemake(*tables, "-n")
-    jobs = [line.strip() for line in plan.splitlines() if line.strip().startswith("output: ")]
-    assert any(f"results/raw/{USES_SOLVER}/" in j for j in jobs), plan[-3000:]
-    assert any(f"results/tables/{USES_SOLVER}.csv" in j for j in jobs), plan[-3000:]
-    assert not any(NO_SOLVER in j for j in jobs), jobs  # its jobs do not run the solver
-    assert "provenance triggered jobs: collect_table evaluate_claims run_experiment" in plan or \
-        "Params have changed" in plan, plan[-3000:]

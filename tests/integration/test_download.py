@@ -258,7 +258,6 @@ def _download_rule(repo, workdir, sources, *args, limits=None):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
 
 
-@pytest.mark.pipeline
 def test_download_rule_fetches_from_the_mirrors_when_no_vendored_copy(repo, server, refused_url, tmp_path):
     base, handler = server
     proc = _download_rule(repo, tmp_path, [refused_url, f"{base}/good/"])
@@ -272,7 +271,6 @@ def test_download_rule_fetches_from_the_mirrors_when_no_vendored_copy(repo, serv
         assert refused_url in log.read_text() and "verified copy from" in log.read_text()
 
 
-@pytest.mark.pipeline
 def test_download_rule_fails_naming_the_file_and_checksum(repo, server, tmp_path):
     base, _ = server
     proc = _download_rule(repo, tmp_path, [f"{base}/corrupt/"])
@@ -508,7 +506,6 @@ def test_files_outside_data_raw_are_not_checked(repo, tmp_path):
 # ---------------------------------------------------------------- the rules: a job per file
 
 
-@pytest.mark.pipeline
 def test_one_bad_file_costs_only_itself(repo, server, tmp_path):
     base, _ = server
     proc = _download_rule(repo, tmp_path, [f"{base}/one-bad/"], "--keep-going")
@@ -522,7 +519,6 @@ def test_one_bad_file_costs_only_itself(repo, server, tmp_path):
     assert bad in shown and MNIST.sha256[bad] in shown
 
 
-@pytest.mark.pipeline
 def test_download_limits_come_from_the_config(repo, server, bad_server, tmp_path):
     base, _ = server
     proc = _download_rule(repo, tmp_path, [f"{bad_server}/slow/"], "--cores", "4",

@@ -21,8 +21,6 @@ import yaml
 
 from networkedfl.io import PAUSE_ENV
 
-pytestmark = pytest.mark.pipeline
-
 TARGET = "gtv_fig13_star_lambda"
 BASE = {"experiments": {TARGET: {"repetitions": 2, "n_iter": 3000, "n_lam": 8}}}
 WRITE_PAUSE = 8  # seconds each write of an interrupted run waits before its rename

@@ -13,8 +13,6 @@ from conftest import copy_checkout
 
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 
-pytestmark = pytest.mark.pipeline
-
 TARGETS = sorted(EXPERIMENTS)
 
 

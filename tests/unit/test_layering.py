@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "networkedfl"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "networkedfl"
 
 #: Bottom to top.  A module may import its own layer's modules and those below, never above.
 LAYERS = (

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.slurm, pytest.mark.pipeline]
+pytestmark = pytest.mark.slurm
 
 SKIP_VAR = "NETWORKEDFL_SKIP_SLURM"
 TARGETS = ["gtv_fig01_empirical_graph", "gtv_fig12_star_graph"]

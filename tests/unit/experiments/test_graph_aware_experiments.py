@@ -26,7 +26,7 @@ from networkedfl.experiments.gfl.synthetic import (
 from networkedfl.graphs import knn_graph
 from networkedfl.pipeline.config import load_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 SYNTHETIC_TARGETS = ("gfl_fig10_2_homologous_graphs", "gfl_table10_1_settings", SYNTHETIC_ID)
 
 

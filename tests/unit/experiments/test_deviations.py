@@ -16,7 +16,7 @@ from networkedfl.experiments import (
 )
 from networkedfl.experiments.deviations import TARGETLESS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PAGES = ROOT / "docs" / "deviations"
 PAPERS = ("gtv", "fedrelax", "gfl", "lecture")
 

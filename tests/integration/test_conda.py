@@ -20,7 +20,7 @@ ENV_FILE = "workflow/envs/networkedfl.yaml"
 TARGET = "gtv_fig01_empirical_graph"  # no data, one figure notebook
 
 STAND_IN = r"""#!/bin/sh
-# stand-in for conda (tests/test_conda.py)
+# stand-in for conda (tests/integration/test_conda.py)
 case "$1 $2" in
   "info --json") printf '{"conda_prefix": "%s", "platform": "linux-64"}\n' "$(dirname "$(dirname "$0")")" ;;
   "--version ") echo "conda 24.11.3" ;;
@@ -112,7 +112,6 @@ def test_use_conda_without_the_profile_names_the_missing_flag(repo, tmp_path):
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
 
-@pytest.mark.pipeline
 def test_use_conda_runs_a_target_whose_environment_lacks_the_package(repo, tmp_path):
     """Every job of one target (scripts, the papermill notebook and its kernel, nbconvert)
     runs in the environment, which has the third-party packages only: networkedfl comes from
