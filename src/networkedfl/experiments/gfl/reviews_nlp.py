@@ -49,7 +49,7 @@ from ...datasets import (
     windows,
 )
 from ...datasets.reviews import DOMAINS, LABELLED_SPLITS, PUBLISHED_TABLE_10_2, read_domain
-from ...graphs import EmpiricalGraph
+from ...graphs import EmpiricalGraph, knn_graph
 from ..claims import LOCAL, MEAN, REFERENCES, reference_claims
 from ..registry import Claim, rng_for
 from ..tuning import VALIDATION_METRIC, split_ragged
@@ -116,7 +116,8 @@ class ReviewTask:
 
 
 def knn_similarity_graph(similarity: np.ndarray, k: int) -> EmpiricalGraph:
-    """Union of every node's ``k`` most similar other nodes, weighted by the similarity.
+    """Union of every node's ``k`` most similar other nodes, weighted by the similarity:
+    :func:`networkedfl.graphs.knn_graph` of the distances ``-similarity``.
 
     Ties are broken by the lower node index (a stable sort), so the graph is deterministic.
     Edge weights are clipped at 0 from below (cosine similarities of TF-IDF vectors are
@@ -129,13 +130,8 @@ def knn_similarity_graph(similarity: np.ndarray, k: int) -> EmpiricalGraph:
     k = min(int(k), n - 1)
     if k < 1:
         raise ValueError("need k >= 1 and at least 2 nodes")
-    ranked = s.copy()
-    np.fill_diagonal(ranked, -np.inf)
-    nearest = np.argsort(-ranked, axis=1, kind="stable")[:, :k]
-    pairs = {tuple(sorted((i, int(j)))) for i in range(n) for j in nearest[i]}
-    edges = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
-    weights = np.clip(s[edges[:, 0], edges[:, 1]], 0.0, None)
-    return EmpiricalGraph(n, edges, weights)
+    edges = knn_graph(-s, k, rescale="unit").edges  # the k nearest = the k most similar
+    return EmpiricalGraph(n, edges, np.clip(s[edges[:, 0], edges[:, 1]], 0.0, None))
 
 
 def _local_steps(params: Params, train: Sequence[np.ndarray]) -> int:
