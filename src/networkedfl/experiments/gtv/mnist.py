@@ -117,13 +117,12 @@ class MnistProblem:
 
 def load_problem(params: Params, inputs: Mapping[str, Any]) -> MnistProblem:
     """The job's data from its input files (MNIST training split and the cached graph)."""
-    import torch
-
     from ...datasets.mnist import load_mnist
+    from ...nn import as_dtype
 
     graph = load_mnist_graph(inputs["graph"])
     split = load_mnist(inputs["mnist"], "train")
-    dtype = getattr(torch, str(params.get("dtype", "float32")))
+    dtype = as_dtype(params.get("dtype", "float32"))  # this experiment's default: float32
     return MnistProblem(graph, split.images, split.labels, int(params.get("hidden", 1)), dtype,
                         str(params.get("device", "cpu")))
 
