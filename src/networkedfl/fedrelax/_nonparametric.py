@@ -140,8 +140,32 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return shift + np.arange(total)
 
 
+def _is_tree(model: Any) -> bool:
+    """A scikit-learn regression tree (``DecisionTreeRegressor``, ``ExtraTreeRegressor``)
+    with the library's own ``fit`` and ``predict``: it can skip re-validating its inputs
+    (``check_input=False``), most of a small tree's fitting and prediction time.  The inputs
+    of :func:`fedrelax` are checked once (shapes, finite values) and handed over as the
+    tree's own validation would make them (float32 features in C order, float64 targets),
+    so the fitted trees are the same."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    cls = type(model)
+    return (isinstance(model, DecisionTreeRegressor) and cls.fit is DecisionTreeRegressor.fit
+            and cls.predict is DecisionTreeRegressor.predict)
+
+
+def _predict(model: Any, x: np.ndarray, tree: bool) -> np.ndarray:
+    if tree:
+        return model.predict(np.ascontiguousarray(x, np.float32), check_input=False)
+    return model.predict(x)
+
+
 def _fit(model: Any, x: np.ndarray, y: np.ndarray, w: np.ndarray, weighted: bool,
-         rng: np.random.Generator) -> None:
+         rng: np.random.Generator, tree: bool = False) -> None:
+    if tree:
+        model.fit(np.ascontiguousarray(x, np.float32), np.ascontiguousarray(y, np.float64),
+                  sample_weight=w, check_input=False)
+        return
     if weighted:
         model.fit(x, y, sample_weight=w)
         return
@@ -245,6 +269,7 @@ def fedrelax(
     if len(models) != n:
         raise ValueError(f"need one estimator per node: got {len(models)} for {n} nodes")
     weighted = [accepts_sample_weight(m) for m in models]
+    trees = [_is_tree(m) for m in models]  # inputs already checked: skip the trees' own checks
     m_local = np.array([x.shape[0] for x in xs], np.int64)
     local_w = [np.full(int(m), 1.0 / m if weighting == "objective" else 1.0) for m in m_local]
 
@@ -263,7 +288,7 @@ def fedrelax(
 
     if fit_initial:
         for i in range(n):  # h_0: each model on its own data
-            _fit(models[i], xs[i], ys[i], local_w[i], weighted[i], rng)
+            _fit(models[i], xs[i], ys[i], local_w[i], weighted[i], rng, trees[i])
     record(0)
     sampler = distillation_sampler or _standard_normal
     coupled = alpha > 0 and adj.nnz > 0
@@ -285,10 +310,13 @@ def fedrelax(
         if coupled:
             for j in range(n):  # predictions of black-box models: one call per node
                 rows = share_rows[share_start[j]: share_start[j] + share_len[j]]
-                shared_pred[share_start[j]: share_start[j] + share_len[j]] = models[j].predict(pub_all[rows])
+                shared_pred[share_start[j]: share_start[j] + share_len[j]] = _predict(
+                    models[j], pub_all[rows], trees[j])
         if self_distillation:
             z = np.asarray(sampler(rng, n, int(self_distillation), dim), float)
-            z_pred = [models[i].predict(z[i]) for i in range(n)]
+            if not np.all(np.isfinite(z)):
+                raise ValueError(f"iteration {k}: the distillation sampler returned NaN or inf")
+            z_pred = [_predict(models[i], z[i], trees[i]) for i in range(n)]
         # 2. every node refits on its augmented dataset (19) (+ self-distillation points (20))
         scale = (1.0 / share_len) if weighting == "objective" else (pub_len / share_len)
         for i in range(n):
@@ -307,7 +335,7 @@ def fedrelax(
                 y_parts.append(np.asarray(z_pred[i], float))
                 w_parts.append(np.full(int(self_distillation), float(distillation_weight)))
             _fit(models[i], np.concatenate(x_parts), np.concatenate(y_parts),
-                 np.concatenate(w_parts), weighted[i], rng)
+                 np.concatenate(w_parts), weighted[i], rng, trees[i])
         record(k)
     return FedRelaxResult(models, history)
 

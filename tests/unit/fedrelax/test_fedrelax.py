@@ -303,6 +303,50 @@ def test_coupling_helps_trees_on_clustered_data():
     assert errs[0.05] < 0.8 * errs[0.0]
 
 
+class _CheckedTree(DecisionTreeRegressor):
+    """A tree whose fit and predict are not the library's own: FedRelax validates its inputs."""
+
+    def fit(self, X, y, sample_weight=None):
+        return super().fit(X, y, sample_weight=sample_weight)
+
+    def predict(self, X):
+        return super().predict(X)
+
+
+def test_trees_skip_their_input_checks_and_fit_the_same_trees(monkeypatch):
+    """The fast path (check_input=False on float32 inputs) gives the trees the checked path
+    gives, split for split, on the augmented datasets and the self-distillation points."""
+    data = clustered_data([8, 8], 0.9, 0.3, 3, 6, 20, 15, 0.1, np.random.default_rng(3))
+    seen = []
+    original = DecisionTreeRegressor.fit
+
+    def spy(self, X, y, sample_weight=None, check_input=True):
+        seen.append((X.dtype, check_input))
+        return original(self, X, y, sample_weight=sample_weight, check_input=check_input)
+
+    monkeypatch.setattr(DecisionTreeRegressor, "fit", spy)
+    kw = dict(alpha=0.1, n_iter=3, self_distillation=7, public_subsample=5)
+    fast = fedrelax(data.graph, data.features, data.labels, data.public,
+                    lambda i: DecisionTreeRegressor(max_depth=4, random_state=i), seed=0, **kw)
+    monkeypatch.setattr(DecisionTreeRegressor, "fit", original)
+    assert seen and all(dtype == np.float32 and not check for dtype, check in seen)
+    checked = fedrelax(data.graph, data.features, data.labels, data.public,
+                       lambda i: _CheckedTree(max_depth=4, random_state=i), seed=0, **kw)
+    for a, b in zip(fast.estimators, checked.estimators, strict=True):
+        for attr in ("feature", "threshold", "value", "children_left", "n_node_samples"):
+            np.testing.assert_array_equal(getattr(a.tree_, attr), getattr(b.tree_, attr))
+    np.testing.assert_array_equal(predict_nodes(fast.estimators, data.val_features),
+                                  predict_nodes(checked.estimators, data.val_features))
+
+
+def test_a_sampler_returning_nan_is_named_with_its_iteration():
+    data = clustered_data([4, 4], 0.9, 0.3, 2, 6, 10, 5, 0.1, np.random.default_rng(3))
+    with pytest.raises(ValueError, match="iteration 1: the distillation sampler"):
+        fedrelax(data.graph, data.features, data.labels, data.public, DecisionTreeRegressor(max_depth=2),
+                 alpha=0.1, n_iter=2, self_distillation=3, seed=0,
+                 distillation_sampler=lambda rng, n, r, d: np.full((n, r, d), np.nan))
+
+
 def test_public_subsample_keeps_the_objective_when_it_shares_everything():
     data = _small(d=3, m=10, seed=12)
     est = LinearRegression(fit_intercept=False)
