@@ -18,16 +18,20 @@ own: ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of the child process.  The ta
   ``n_iter=K`` call (numpy registers its allocations with tracemalloc), i.e. what the
   solver itself allocates on top of its inputs.
 
+The table times ``gtv_primal_dual`` with its default ``kernel="auto"`` (the fused numba
+kernels when numba is installed, else NumPy; the ``kernel`` column says which).
+
 For the sparse cases (more than 1000 nodes; the bar is for 10^5 nodes, about 10^6 edges,
 d = 2, nLasso) the child also runs ``--rounds`` interleaved rounds, in the same process,
-of: the solver (per iteration, as above, from calls with ``n_iter=1`` and ``n_iter=K``);
+of: the solver with each kernel, ``kernel="numba"`` (when numba is installed) and
+``kernel="numpy"`` (per iteration, as above, from calls with ``n_iter=1`` and ``n_iter=K``);
 scipy's two sparse products with the incidence matrix alone, ``D @ x`` and ``D.T @ y``
 with ``x`` of shape ``(n, d)`` and ``y`` of shape ``(E, d)``, both ways scipy offers them
 (2-D C-order arrays, ``D.T`` the CSC view; column by column, ``D.T`` a CSR copy, as the
 solver took them before); and ``np.copyto`` of an ``(E, d)`` float64 array.  It prints
-the median time of each, the median over the rounds of the ratio solver / products (for
-the faster way of the products), and the achieved bandwidth: the bytes of the edge and
-node arrays an iteration must touch (each read or written once; see
+the median time of each, for each kernel the median over the rounds of the ratio solver /
+products (for the faster way of the products), and the achieved bandwidth: the bytes of
+the edge and node arrays an iteration must touch (each read or written once; see
 :func:`iteration_bytes`) per second, against the copy's (bytes read + written) per second.
 
 BLAS/OpenMP threads are limited to ``--threads`` through the usual environment variables,
@@ -97,6 +101,15 @@ def _limit_threads(threads: int) -> None:
     """Set the thread-count variables; must run before numpy/scipy are imported."""
     for var in THREAD_VARS:
         os.environ[var] = str(threads)
+
+
+def _numba_version() -> str | None:
+    """numba's version, or ``None`` if it cannot be imported (the solver then uses NumPy)."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba.__version__
 
 
 def _blas_info() -> str:
@@ -193,8 +206,10 @@ def run_case(case: dict) -> dict:
 
     n_iter, penalty = case["n_iter"], case["penalty"]
 
-    def solve(k: int):
-        return gtv_primal_dual(graph, loss, penalty, LAM, k)
+    def solve(k: int, kernel: str = "auto"):
+        return gtv_primal_dual(graph, loss, penalty, LAM, k, kernel=kernel)
+
+    out["kernel"] = "numba" if _numba_version() else "numpy"  # what "auto" picks here
 
     # ---- timing ----
     n_iter = max(n_iter, 2)
@@ -215,7 +230,9 @@ def run_case(case: dict) -> dict:
     out["mse"] = float(np.mean((result.weights - true_w) ** 2))
     out["rss_peak_mib"] = _maxrss_mib()  # before the rounds' own arrays
     if case.get("rounds"):
-        out["rounds"] = interleaved_rounds(graph, solve, case["dim"], case["rounds"], min(n_iter, 10))
+        kernels = ("numba", "numpy") if _numba_version() else ("numpy",)
+        out["rounds"] = interleaved_rounds(graph, solve, case["dim"], case["rounds"], min(n_iter, 10),
+                                           kernels)
 
     # ---- what the solver call itself allocates (untimed extra call) ----
     del result
@@ -247,13 +264,14 @@ def iteration_bytes(graph, dim: int) -> dict[str, int]:
     return {"products": products, "solver": edge + node, "copy": 2 * e * dim * f}
 
 
-def interleaved_rounds(graph, solve, dim: int, rounds: int, k: int) -> dict:
-    """Per-iteration times of the solver, scipy's two products alone, and a copy (seconds).
+def interleaved_rounds(graph, solve, dim: int, rounds: int, k: int, kernels=("numpy",)) -> dict:
+    """Per-iteration times of the solver (each kernel), scipy's two products alone, and a copy.
 
-    Every round runs, in this order: the solver with ``n_iter=1`` and ``n_iter=k``; ``k``
-    times ``D @ x`` and ``D.T @ y`` on 2-D C-order arrays (``D.T`` the CSC view); ``k``
-    times the same column by column (``D.T`` a CSR copy); ``k`` copies of an ``(E, d)``
-    array.  Medians over the rounds, and the median of the per-round ratios.
+    Every round runs, in this order: for each of ``kernels`` the solver with ``n_iter=1``
+    and ``n_iter=k``; ``k`` times ``D @ x`` and ``D.T @ y`` on 2-D C-order arrays (``D.T``
+    the CSC view); ``k`` times the same column by column (``D.T`` a CSR copy); ``k`` copies
+    of an ``(E, d)`` array.  Medians over the rounds (seconds), and for each kernel the
+    median of the per-round ratios solver / products.
     """
     import numpy as np
 
@@ -283,28 +301,32 @@ def interleaved_rounds(graph, solve, dim: int, rounds: int, k: int) -> dict:
             fn()
         return (time.perf_counter() - t) / k
 
-    times: dict[str, list[float]] = {"solver": [], "products_2d": [], "products_columns": [], "copy": []}
-    ratios = []
+    names = [f"solver_{kernel}" for kernel in kernels]
+    times: dict[str, list[float]] = {name: [] for name in (*names, "products_2d", "products_columns", "copy")}
     products_2d(), products_columns(), copy()  # warm-up
+    for kernel in kernels:
+        solve(2, kernel)  # warm-up (the numba kernels' first call loads or compiles them)
     for _ in range(rounds):
-        t = time.perf_counter()
-        solve(1)
-        one = time.perf_counter() - t
-        t = time.perf_counter()
-        solve(k)
-        times["solver"].append(max(time.perf_counter() - t - one, 0.0) / (k - 1))
+        for kernel, name in zip(kernels, names, strict=True):
+            t = time.perf_counter()
+            solve(1, kernel)
+            one = time.perf_counter() - t
+            t = time.perf_counter()
+            solve(k, kernel)
+            times[name].append(max(time.perf_counter() - t - one, 0.0) / (k - 1))
         times["products_2d"].append(per_call(products_2d))
         times["products_columns"].append(per_call(products_columns))
         times["copy"].append(per_call(copy))
-        best = min(times["products_2d"][-1], times["products_columns"][-1])
-        ratios.append(times["solver"][-1] / best)
     out = {name: statistics.median(values) for name, values in times.items()}
     out["all"] = times
-    out["ratio"] = statistics.median(ratios)
-    out["ratio_2d"] = statistics.median(s / p for s, p in zip(times["solver"], times["products_2d"], strict=True))
-    out["ratio_columns"] = statistics.median(
-        s / p for s, p in zip(times["solver"], times["products_columns"], strict=True)
-    )
+    out["kernels"] = list(kernels)
+    best = [min(a, b) for a, b in zip(times["products_2d"], times["products_columns"], strict=True)]
+    for kernel, name in zip(kernels, names, strict=True):
+        solver = times[name]
+        out[f"ratio_{kernel}"] = statistics.median(s / p for s, p in zip(solver, best, strict=True))
+        for way in ("2d", "columns"):
+            out[f"ratio_{kernel}_{way}"] = statistics.median(
+                s / p for s, p in zip(solver, times[f"products_{way}"], strict=True))
     out["bytes"] = iteration_bytes(graph, dim)
     out["k"] = k
     return out
@@ -362,6 +384,7 @@ COLUMNS = (
     ("d", 2, lambda c, r: f"{c['dim']}"),
     ("penalty", 7, lambda c, r: c["penalty"]),
     ("iters", 5, lambda c, r: f"{c['n_iter']}"),
+    ("kernel", 6, lambda c, r: r.get("kernel", "?")),
     ("setup s", 7, lambda c, r: f"{r['setup_s']:.3f}"),
     ("solver setup ms", 15, lambda c, r: f"{1e3 * r['solver_setup_s']:.2f}"),
     ("ms/iter", 9, lambda c, r: f"{1e3 * r['s_per_iter']:.4f}"),
@@ -411,15 +434,18 @@ def bar_lines(case: dict, res: dict, threads: int) -> list[str]:
     rounds = res.get("rounds")
     if rounds:
         products = min(rounds["products_2d"], rounds["products_columns"])
-        verdict = "PASS" if rounds["ratio"] <= BAR_PRODUCTS_RATIO else "FAIL"
-        if case["nodes"] != BAR_LARGE_NODES:
-            verdict = "----"
-        lines.append(
-            f"{verdict}  [{label}] one iteration {1e3 * rounds['solver']:.2f} ms vs scipy's two "
-            f"products D @ x, D.T @ y alone {1e3 * products:.2f} ms: ratio {rounds['ratio']:.2f} "
-            f"(median of {len(rounds['all']['solver'])} interleaved rounds; bar <= "
-            f"{BAR_PRODUCTS_RATIO} at {BAR_LARGE_NODES} nodes)"
-        )
+        for kernel in rounds["kernels"]:
+            ratio = rounds[f"ratio_{kernel}"]
+            verdict = "PASS" if ratio <= BAR_PRODUCTS_RATIO else "FAIL"
+            if case["nodes"] != BAR_LARGE_NODES:
+                verdict = "----"
+            lines.append(
+                f"{verdict}  [{label}, kernel={kernel}] one iteration "
+                f"{1e3 * rounds[f'solver_{kernel}']:.2f} ms vs scipy's two products D @ x, D.T @ y "
+                f"alone {1e3 * products:.2f} ms: ratio {ratio:.2f} (median of "
+                f"{len(rounds['all']['copy'])} interleaved rounds; bar <= {BAR_PRODUCTS_RATIO} at "
+                f"{BAR_LARGE_NODES} nodes)"
+            )
     return lines
 
 
@@ -429,18 +455,19 @@ def rounds_lines(case: dict, res: dict) -> list[str]:
     if not rounds:
         return []
     b = rounds["bytes"]
-    rows = [
-        ("solver, one iteration", rounds["solver"], b["solver"], ""),
-        ("scipy D @ x + D.T @ y, 2-D (D.T CSC)", rounds["products_2d"], b["products"],
-         f"ratio solver / this {rounds['ratio_2d']:.2f}"),
-        ("scipy D @ x + D.T @ y, by column (D.T CSR)", rounds["products_columns"], b["products"],
-         f"ratio solver / this {rounds['ratio_columns']:.2f}"),
+    rows = [(f"solver kernel={kernel}, one iteration", rounds[f"solver_{kernel}"], b["solver"],
+             f"ratio this / products 2-D {rounds[f'ratio_{kernel}_2d']:.2f}, "
+             f"by column {rounds[f'ratio_{kernel}_columns']:.2f}")
+            for kernel in rounds["kernels"]]
+    rows += [
+        ("scipy D @ x + D.T @ y, 2-D (D.T CSC)", rounds["products_2d"], b["products"], ""),
+        ("scipy D @ x + D.T @ y, by column (D.T CSR)", rounds["products_columns"], b["products"], ""),
         ("np.copyto of (E, d) float64", rounds["copy"], b["copy"], ""),
     ]
     copy_bw = b["copy"] / rounds["copy"]
     lines = [
         f"[{case['nodes']} nodes, {res['edges']} edges, d = {case['dim']}, {case['penalty']}] "
-        f"interleaved rounds: {len(rounds['all']['solver'])} x {rounds['k']} iterations/calls, medians",
+        f"interleaved rounds: {len(rounds['all']['copy'])} x {rounds['k']} iterations/calls, medians",
     ]
     for name, secs, nbytes, note in rows:
         bw = nbytes / secs
@@ -449,10 +476,11 @@ def rounds_lines(case: dict, res: dict) -> list[str]:
             f"  ({100 * bw / copy_bw:5.1f} % of copy)  {note}"
         )
     products = min(rounds["products_2d"], rounds["products_columns"])
-    lines.append(
-        f"  ratio solver / faster products: median over the rounds {rounds['ratio']:.2f}, "
-        f"of the medians {rounds['solver'] / products:.2f}"
-    )
+    for kernel in rounds["kernels"]:
+        lines.append(
+            f"  ratio solver (kernel={kernel}) / faster products: median over the rounds "
+            f"{rounds[f'ratio_{kernel}']:.2f}, of the medians {rounds[f'solver_{kernel}'] / products:.2f}"
+        )
     return lines
 
 
@@ -470,7 +498,7 @@ def parent_main(args: argparse.Namespace) -> None:
     print("GTV primal-dual benchmark (networkedfl.gtv_primal_dual)")
     print(
         f"python {platform.python_version()}  numpy {np.__version__}  scipy {scipy.__version__}"
-        f"  networkedfl {networkedfl.__version__}"
+        f"  networkedfl {networkedfl.__version__}  numba {_numba_version() or 'not installed'}"
     )
     print(f"platform {platform.platform()}  processor {platform.processor() or 'n/a'}")
     print(f"CPU count {os.cpu_count()} (usable {affinity})")
