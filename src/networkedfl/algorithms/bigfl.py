@@ -116,6 +116,7 @@ from ..nn import (
     GeneratorLike,
     StepSize,
     batch_gradients,
+    batch_hessian_products,
     make_generator,
     step_size,
 )
@@ -125,6 +126,7 @@ from .local_sgd import local_steps
 
 __all__ = [
     "BiGFLResult",
+    "ColumnProjection",
     "Embedding",
     "all_negatives",
     "bigfl",
@@ -149,20 +151,43 @@ class BiGFLResult(FederatedResult):
     phi: Tensor
 
 
+@dataclass(frozen=True, eq=False)
+class ColumnProjection:
+    """A linear map of a block of coordinates of every client's parameters: ``U =
+    Theta[:, columns] M`` with ``M`` ``(columns length, d)`` (e.g. a random projection of one
+    layer, Fig. 10.4's hidden layer).  The same map as the ``(P, d)`` matrix that is ``M`` on
+    those rows and 0 elsewhere, without that matrix: ``E^T`` writes only the block."""
+
+    columns: slice
+    matrix: Tensor | np.ndarray
+
+
 class Embedding:
     """The fixed linear map ``E``: ``(n, P)`` parameters to ``(n, d)`` UL inputs.
 
-    ``None``: identity (``d = P``); a ``(P, d)`` tensor ``M``: ``U = Theta M``; a callable:
-    any linear torch function of the ``(n, P)`` stack (its transpose is taken by
-    :func:`torch.func.vjp`).
+    ``None``: identity (``d = P``); a ``(P, d)`` tensor ``M``: ``U = Theta M``; a
+    :class:`ColumnProjection`: ``U = Theta[:, columns] M``; a callable: any linear torch
+    function of the ``(n, P)`` stack (its transpose is taken by :func:`torch.func.vjp`).
     """
 
-    def __init__(self, spec: None | Tensor | Callable[[Tensor], Tensor], n_params: int,
+    def __init__(self, spec: None | Tensor | ColumnProjection | Callable[[Tensor], Tensor], n_params: int,
                  dtype: torch.dtype, device: torch.device) -> None:
         self.matrix: Tensor | None = None
         self.fn: Callable[[Tensor], Tensor] | None = None
+        self.columns: slice | None = None
+        self.n_params = int(n_params)
         if spec is None:
             self.dim = n_params
+        elif isinstance(spec, ColumnProjection):
+            start, stop, step = spec.columns.indices(self.n_params)
+            m = torch.as_tensor(spec.matrix).to(dtype=dtype, device=device)
+            if step != 1 or stop <= start:
+                raise ValueError(f"ColumnProjection.columns must be a non-empty contiguous slice of "
+                                 f"the {n_params} parameters, got {spec.columns}")
+            if m.ndim != 2 or m.shape[0] != stop - start:
+                raise ValueError(f"ColumnProjection.matrix must be ({stop - start}, d) for columns "
+                                 f"{start}:{stop}, got {tuple(m.shape)}")
+            self.columns, self.matrix, self.dim = slice(start, stop), m, int(m.shape[1])
         elif callable(spec) and not isinstance(spec, Tensor):
             self.fn = spec
             self.dim = int(spec(torch.zeros(1, n_params, dtype=dtype, device=device)).shape[1])
@@ -174,6 +199,8 @@ class Embedding:
             self.matrix, self.dim = m, int(m.shape[1])
 
     def __call__(self, theta: Tensor) -> Tensor:
+        if self.columns is not None:
+            return theta[:, self.columns] @ self.matrix
         if self.matrix is not None:
             return theta @ self.matrix
         if self.fn is not None:
@@ -182,11 +209,21 @@ class Embedding:
 
     def transpose(self, grad_u: Tensor, theta: Tensor) -> Tensor:
         """``E^T`` applied to a ``(n, d)`` gradient: the gradient in ``Theta``."""
+        if self.columns is not None:
+            block = grad_u @ self.matrix.T
+            return torch.nn.functional.pad(block, (self.columns.start, self.n_params - self.columns.stop))
         if self.matrix is not None:
             return grad_u @ self.matrix.T
         if self.fn is not None:
             return vjp(self.fn, theta)[1](grad_u)[0]
         return grad_u
+
+    def add_transpose_(self, out: Tensor, grad_u: Tensor, theta: Tensor) -> Tensor:
+        """``out += E^T grad_u`` in place (only the block of a :class:`ColumnProjection`)."""
+        if self.columns is not None:
+            out[:, self.columns] += grad_u @ self.matrix.T
+            return out
+        return out.add_(self.transpose(grad_u, theta))
 
 
 def normalized_adjacency(
@@ -281,15 +318,34 @@ def lower_gradients(
     """
     x, y, w = batch
     data = batch_gradients(model)(theta, x, y, w)
+    if theta.requires_grad:  # differentiated (BiG-FL's exact inverse): no in-place updates
+        g = data + _graph_term(theta, phi, prop, lam=lam, embedding=embedding, anchor=anchor) + kappa * theta
+        return g if mask is None else g * mask
+    grad_u = _graph_gradient(theta, phi, prop, lam=lam, embedding=embedding, anchor=anchor)
+    g = embedding.add_transpose_(data, grad_u, theta).add_(kappa * theta)  # data is a fresh tensor
+    return g if mask is None else g.mul_(mask)
+
+
+def _graph_term(theta: Tensor, phi: Tensor, prop: Tensor, *, lam: float, embedding: Embedding,
+                anchor: Tensor | None) -> Tensor:
+    """The gradient of ``(lam/2) R_i`` (10.18) in ``theta_i``, stacked ``(n, P)``: ``E^T`` of
+    :func:`_graph_gradient`."""
+    return embedding.transpose(_graph_gradient(theta, phi, prop, lam=lam, embedding=embedding,
+                                               anchor=anchor), theta)
+
+
+def _graph_gradient(theta: Tensor, phi: Tensor, prop: Tensor, *, lam: float, embedding: Embedding,
+                    anchor: Tensor | None) -> Tensor:
+    """The gradient of ``(lam/2) R_i`` (10.18) in ``u_i``, stacked ``(n, d)``: ``lam (L_ii
+    r_i phi^T - r_i)`` with ``r = L U phi - U`` (``anchor``: the neighbours' part
+    ``(L_i,: - L_ii) U phi`` held fixed)."""
     u = embedding(theta)
     diag = torch.diagonal(prop)
     if anchor is None:
         r = prop @ (u @ phi) - u
     else:
         r = anchor + diag[:, None] * (u @ phi) - u
-    grad_u = lam * (diag[:, None] * (r @ phi.T) - r)      # (lam/2) * dR_i/du_i
-    g = data + embedding.transpose(grad_u, theta) + kappa * theta
-    return g if mask is None else g * mask
+    return lam * (diag[:, None] * (r @ phi.T) - r)      # (lam/2) * dR_i/du_i
 
 
 def hypergradient(
@@ -331,27 +387,38 @@ def hypergradient(
     if mask is not None:
         g_theta = g_theta * mask
 
-    def game(th: Tensor, ph: Tensor) -> Tensor:
-        return lower_gradients(model, th, ph, prop, batch, lam=lam, kappa=kappa,
-                               embedding=embedding, mask=mask)
+    # F = mask * (data gradients + graph term + kappa theta); only the graph term depends
+    # on phi, and the data part's Jacobian is every client's Hessian (symmetric), applied
+    # by the model's closed form where it has one (nn.batch_hessian_products)
+    hessian = batch_hessian_products(model, theta, *batch)
+    _, graph_vjp = vjp(lambda th, ph: _graph_term(th, ph, prop, lam=lam, embedding=embedding, anchor=None),
+                       theta, phi)
 
-    _, game_vjp = vjp(game, theta, phi)
+    def masked(v: Tensor) -> Tensor:
+        return v if mask is None else v * mask
+
     if inverse == "neumann":
         terms = check_int(neumann_terms, "neumann_terms", minimum=1)
-        v = g_theta
+        # v_0 = g_theta and every v_k are masked already, so (dF/dTheta)^T v_k =
+        # mask * (H v_k + (graph term)'^T v_k + kappa v_k); in place on fresh tensors
+        v = g_theta.clone()
         acc = v.clone()
         for _ in range(terms - 1):
-            jt_v = game_vjp(v)[0]
+            jt_v = hessian(v).add_(graph_vjp(v)[0]).add_(kappa * v)
             if mask is not None:
-                jt_v = jt_v * mask
-            v = v - neumann_scale * jt_v
-            acc = acc + v
-        w = neumann_scale * acc
+                jt_v.mul_(mask)
+            v.sub_(jt_v.mul_(neumann_scale))
+            acc.add_(v)
+        w = acc.mul_(neumann_scale)
     elif inverse == "exact":
+        def game(th: Tensor, ph: Tensor) -> Tensor:
+            return lower_gradients(model, th, ph, prop, batch, lam=lam, kappa=kappa,
+                                   embedding=embedding, mask=mask)
+
         w = _exact_solve(game, theta, phi, g_theta, mask)
     else:
         raise ValueError(f"inverse must be 'neumann' or 'exact', got {inverse!r}")
-    return g_phi - game_vjp(w)[1], loss.detach()
+    return g_phi - graph_vjp(masked(w))[1], loss.detach()  # (dF/dphi)^T w
 
 
 def _exact_solve(game: Callable[[Tensor, Tensor], Tensor], theta: Tensor, phi: Tensor,
@@ -400,7 +467,7 @@ def bigfl(
     neumann_terms: int = 5,
     neumann_scale: float | None = None,
     inverse: Inverse = "neumann",
-    embedding: None | Tensor | Callable[[Tensor], Tensor] = None,
+    embedding: None | Tensor | ColumnProjection | Callable[[Tensor], Tensor] = None,
     mask: Any = None,
     **overrides: Any,
 ) -> BiGFLResult:
@@ -431,8 +498,8 @@ def bigfl(
         Inverse-Hessian approximation (module docstring); ``neumann_scale`` defaults to
         ``beta`` at the round's first LL step.
     embedding
-        The linear map ``E`` (:class:`Embedding`): ``None`` (identity), ``(P, d)`` matrix or
-        linear callable; ``phi`` is ``d x d``.
+        The linear map ``E`` (:class:`Embedding`): ``None`` (identity), ``(P, d)`` matrix,
+        :class:`ColumnProjection` or linear callable; ``phi`` is ``d x d``.
     mask
         Optional ``(n, P)`` 0/1 mask of trainable coordinates per client.
 

@@ -100,11 +100,12 @@ def centre_distances(
                          f"got {tuple(support.shape)}")
     columns = []
     for k in range(centres.shape[0]):  # K reductions over (n, P); K is small
-        sq = (params - centres[k]) ** 2
+        sq = params - centres[k]
+        sq.mul_(sq)  # in place on the fresh difference: the values of ** 2 and * mask
         if support is not None:
-            sq = sq * support[k]
+            sq.mul_(support[k])
         if mask is not None:
-            sq = sq * mask
+            sq.mul_(mask)
         columns.append(sq.sum(dim=1))
     return torch.stack(columns, dim=1)
 

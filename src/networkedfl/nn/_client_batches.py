@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 from torch import Tensor
-from torch.func import grad, vmap
+from torch.func import grad, vjp, vmap
 
 from ._models import DEFAULT_DTYPE, ClientData, DeviceLike, FlatModel, PaddedClients
 
@@ -44,6 +44,7 @@ __all__ = [
     "StepSize",
     "as_batches",
     "batch_gradients",
+    "batch_hessian_products",
     "check_mask",
     "freeze",
     "inverse_sqrt",
@@ -178,8 +179,35 @@ def as_batches(data: Any, dtype: torch.dtype, device: DeviceLike) -> BatchSource
 def batch_gradients(model: FlatModel) -> Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]:
     """``(params (n, P), x, y, w) -> (n, P)``: the mini-batch gradients (10.2) of all clients,
     one ``vmap(grad(model.loss))`` call (floating inputs must already have the dtype of
-    ``params``)."""
-    return vmap(grad(model.loss))
+    ``params``), or the model's closed-form :attr:`~networkedfl.nn.FlatModel.batch_gradient`
+    where it provides one for the batch."""
+    generic = vmap(grad(model.loss))
+    own = model.batch_gradient
+    if own is None:
+        return generic
+
+    def gradients(params: Tensor, x: Tensor, y: Tensor, w: Tensor) -> Tensor:
+        g = own(params, x, y, w)
+        return generic(params, x, y, w) if g is None else g
+
+    return gradients
+
+
+def batch_hessian_products(model: FlatModel, params: Tensor, x: Tensor, y: Tensor,
+                           w: Tensor) -> Callable[[Tensor], Tensor]:
+    """``v (n, P) -> (n, P)``: every client's Hessian of its mini-batch loss at its row of
+    ``params``, times its row of ``v`` (the blocks of the stacked gradients' Jacobian).
+
+    The model's closed-form :attr:`~networkedfl.nn.FlatModel.batch_hessian` where it
+    provides one for the batch, else the vector-Jacobian product of
+    :func:`batch_gradients` (a Hessian is symmetric), linearised once at ``params``.
+    """
+    own = model.batch_hessian
+    products = None if own is None else own(params, x, y, w)
+    if products is not None:
+        return products
+    _, pullback = vjp(lambda th: vmap(grad(model.loss))(th, x, y, w), params)
+    return lambda v: pullback(v)[0]
 
 
 def check_mask(mask: Any, n: int, p: int, dtype: torch.dtype, device: torch.device) -> Tensor | None:

@@ -172,6 +172,18 @@ class FlatModel:
         Deterministic initialisers ignore the generator (it may be ``None``).
     name
         Short description used in logs.
+    batch_gradient
+        Optional closed-form gradients of the clients' losses:
+        ``batch_gradient(params (n, P), features, targets, weights) -> (n, P)``, the same
+        values as ``vmap(grad(loss))`` up to floating-point rounding, or ``None`` where it
+        does not apply (another data layout, or ``params`` tracked by autograd or a
+        :mod:`torch.func` transform, which then differentiate the generic path).  Used by
+        :func:`~networkedfl.nn.batch_gradients`.
+    batch_hessian
+        Optional closed-form Hessian-vector products: ``batch_hessian(params, features,
+        targets, weights)`` returns ``v (n, P) -> (n, P)``, every client's Hessian of its
+        loss at its ``params`` row times its row of ``v`` (or ``None`` where it does not
+        apply).  Used by :func:`~networkedfl.nn.batch_hessian_products`.
     """
 
     n_params: int
@@ -179,6 +191,8 @@ class FlatModel:
     sample_loss: Callable[[Tensor, Tensor], Tensor]
     init: InitFn
     name: str
+    batch_gradient: Callable[..., Tensor | None] | None = None
+    batch_hessian: Callable[..., Callable[[Tensor], Tensor] | None] | None = None
 
     def initial_params(
         self,

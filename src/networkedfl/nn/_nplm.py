@@ -27,6 +27,7 @@ multiply into their gradients (:mod:`networkedfl.nn`), and
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,7 +219,109 @@ def nplm(
         return layout.flatten(parts).to(dtype=dtype, device=device)
 
     name = f"nplm(V={v}, d={d}, h={h})"
-    return FlatModel(layout.n_params, forward, next_word_cross_entropy, init, name)
+    closed = _NPLMDerivatives(layout)
+    return FlatModel(layout.n_params, forward, next_word_cross_entropy, init, name,
+                     batch_gradient=closed.gradients, batch_hessian=closed.hessian)
+
+
+class _NPLMDerivatives:
+    """Closed-form gradients and Hessian-vector products of the NPLM's client losses on
+    next-word distributions (the layout of :class:`NextWordBatches`), all clients at once.
+
+    Per client, with ``E_a`` the embedding rows of the distinct input words, ``H = tanh(E_a
+    W_1 + b_1)``, logits ``Z = H W_2 + b_2``, ``S = softmax(Z)``, targets ``Y`` (rows of
+    next-word distributions), weights ``c_a = w_a / sum w`` and ``G = c (S - Y)`` (the
+    gradient in ``Z`` of the weighted mean of :func:`next_word_cross_entropy`)::
+
+        dW_2 = H^T G,  db_2 = 1^T G,  A = (G W_2^T) * (1 - H^2),  dW_1 = E_a^T A,
+        db_1 = 1^T A,  dE_a = A W_1^T (scattered to the words' rows).
+
+    The Hessian-vector product is the directional derivative of these formulas (the
+    softmax's ``dS = S * (dZ - <S, dZ>)``, ``d(1 - H^2) = -2 H dH``), with the forward
+    quantities computed once per linearisation point: six ``U x h x V`` products per
+    product instead of the double backward pass of autograd.  Both equal the generic
+    ``vmap(grad(loss))`` and its vector-Jacobian product up to floating-point rounding
+    (``tests/unit/nn/test_language_model.py``).  They return ``None`` (the generic path)
+    for the windows layout and for ``params`` tracked by autograd or a :mod:`torch.func`
+    transform (e.g. BiG-FL's exact inverse differentiates the gradients).
+    """
+
+    def __init__(self, layout: NPLMLayout) -> None:
+        self.v, self.d, self.h = layout.vocab_size, layout.embed_dim, layout.hidden_dim
+        self.sizes = [s.stop - s.start for s in layout.slices.values()]
+
+    def _applies(self, params: Tensor, ids: Tensor, targets: Tensor) -> bool:
+        return (params.ndim == 2 and ids.ndim == 2 and targets.is_floating_point()
+                and tuple(targets.shape) == (*ids.shape, self.v) and not params.requires_grad)
+
+    def _parts(self, params: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        n = params.shape[0]
+        emb, w1, b1, w2, b2 = torch.split(params, self.sizes, dim=1)
+        # W_2 enters the U x h x V products: a contiguous copy is faster than the strided view
+        return (emb.reshape(n, self.v, self.d), w1.reshape(n, self.d, self.h), b1,
+                w2.reshape(n, self.h, self.v).contiguous(), b2)
+
+    def _flat(self, ids: Tensor, d_rows: Tensor, dw1: Tensor, db1: Tensor, dw2: Tensor,
+              db2: Tensor) -> Tensor:
+        n, u = ids.shape
+        demb = torch.zeros((n, self.v, self.d), dtype=d_rows.dtype, device=d_rows.device)
+        demb.scatter_add_(1, ids[:, :, None].expand(n, u, self.d), d_rows)
+        return torch.cat([demb.reshape(n, -1), dw1.reshape(n, -1), db1, dw2.reshape(n, -1), db2], dim=1)
+
+    def _forward(self, params: Tensor, ids: Tensor, targets: Tensor, weights: Tensor) -> dict[str, Tensor]:
+        n, u = ids.shape
+        emb, w1, b1, w2, b2 = self._parts(params)
+        ids = ids.long()
+        rows = torch.gather(emb, 1, ids[:, :, None].expand(n, u, self.d))
+        hidden = torch.tanh(torch.baddbmm(b1[:, None, :], rows, w1))
+        probs = torch.softmax(torch.baddbmm(b2[:, None, :], hidden, w2), dim=-1)
+        total = weights.sum(dim=1)
+        scale = (weights / torch.where(total > 0, total, torch.ones_like(total))[:, None])[:, :, None]
+        g_logits = (probs - targets).mul_(scale)
+        slope = 1.0 - hidden * hidden
+        g_activation = torch.bmm(g_logits, w2.transpose(1, 2))  # the gradient in H
+        return {"ids": ids, "rows": rows, "hidden": hidden, "probs": probs, "scale": scale,
+                "g_logits": g_logits, "slope": slope, "g_activation": g_activation,
+                "g_hidden": g_activation * slope, "w1": w1, "w2": w2}
+
+    def gradients(self, params: Tensor, ids: Tensor, targets: Tensor, weights: Tensor) -> Tensor | None:
+        """The stacked gradients ``(n, P)``, or ``None`` where the closed form does not apply."""
+        if not self._applies(params, ids, targets):
+            return None
+        f = self._forward(params, ids, targets, weights)
+        return self._flat(f["ids"], torch.bmm(f["g_hidden"], f["w1"].transpose(1, 2)),
+                          torch.bmm(f["rows"].transpose(1, 2), f["g_hidden"]), f["g_hidden"].sum(dim=1),
+                          torch.bmm(f["hidden"].transpose(1, 2), f["g_logits"]), f["g_logits"].sum(dim=1))
+
+    def hessian(self, params: Tensor, ids: Tensor, targets: Tensor,
+                weights: Tensor) -> Callable[[Tensor], Tensor] | None:
+        """``v -> `` the stacked Hessian-vector products at ``params``, or ``None``."""
+        if not self._applies(params, ids, targets):
+            return None
+        f = self._forward(params, ids, targets, weights)
+        ids, rows, hidden, probs, slope = f["ids"], f["rows"], f["hidden"], f["probs"], f["slope"]
+        g_logits, g_hidden, w1, w2 = f["g_logits"], f["g_hidden"], f["w1"], f["w2"]
+        n, u = ids.shape
+        index = ids[:, :, None].expand(n, u, self.d)
+
+        def product(vector: Tensor) -> Tensor:
+            v_emb, v_w1, v_b1, v_w2, v_b2 = self._parts(vector)
+            t_rows = torch.gather(v_emb, 1, index)
+            t_pre = torch.baddbmm(v_b1[:, None, :], t_rows, w1).baddbmm_(rows, v_w1)
+            t_hidden = t_pre.mul_(slope)
+            # the U x h x V products as bmm + add_ (faster than baddbmm_ into a large output)
+            t_logits = torch.bmm(t_hidden, w2).add_(torch.bmm(hidden, v_w2)).add_(v_b2[:, None, :])
+            t_logits.sub_((probs * t_logits).sum(dim=-1, keepdim=True))
+            t_g_logits = t_logits.mul_(probs).mul_(f["scale"])
+            t_w2 = torch.bmm(hidden.transpose(1, 2), t_g_logits).add_(torch.bmm(t_hidden.transpose(1, 2), g_logits))
+            t_g_hidden = torch.bmm(t_g_logits, w2.transpose(1, 2)).add_(torch.bmm(g_logits, v_w2.transpose(1, 2)))
+            # d[(G W_2^T) * (1 - H^2)] = d(G W_2^T) * (1 - H^2) - 2 (G W_2^T) * H * dH
+            t_g_hidden.mul_(slope).sub_(2.0 * f["g_activation"] * hidden * t_hidden)
+            t_w1 = torch.bmm(rows.transpose(1, 2), t_g_hidden).baddbmm_(t_rows.transpose(1, 2), g_hidden)
+            t_rows_out = torch.bmm(t_g_hidden, w1.transpose(1, 2)).baddbmm_(g_hidden, v_w1.transpose(1, 2))
+            return self._flat(ids, t_rows_out, t_w1, t_g_hidden.sum(dim=1), t_w2, t_g_logits.sum(dim=1))
+
+        return product
 
 
 @dataclass(frozen=True)

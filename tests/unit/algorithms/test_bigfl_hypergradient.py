@@ -8,6 +8,7 @@ negatives (``n_negatives >= n``), so the negative term is the exact expectation 
 ``P_i`` and ``l`` is deterministic.
 """
 
+import dataclasses
 import functools
 import itertools
 
@@ -16,6 +17,7 @@ import pytest
 import torch
 
 from networkedfl.algorithms.bigfl import (
+    ColumnProjection,
     Embedding,
     all_negatives,
     bigfl,
@@ -27,7 +29,7 @@ from networkedfl.algorithms.bigfl import (
 )
 from networkedfl.experiments.gfl.synthetic import mlp
 from networkedfl.graphs import ring
-from networkedfl.nn import ClientBatches
+from networkedfl.nn import ClientBatches, NextWordBatches, NPLMLayout, nplm
 
 DT = torch.float64
 N, M = 5, 6                      # clients, samples per client
@@ -259,3 +261,66 @@ def test_bigfl_history_diagnostics_isolate_the_upper_level_step():
         float(upper_loss(eye, last, prob.prop, prob.neighbours, *everything, LAM_UPPER)), rel=1e-13)
     # one sampled non-neighbour of two: the recorded loss carries sampling noise the full one has not
     assert not np.allclose(h["upper_loss"], h["upper_loss_full"], rtol=0, atol=1e-6)
+
+
+def test_column_projection_is_the_zero_padded_matrix():
+    """``ColumnProjection(columns, M)`` is the ``(P, d)`` matrix that is ``M`` on those rows
+    and 0 elsewhere: the same embeddings, transpose and in-place transpose, and the same
+    LL gradients and hyper-gradient; malformed blocks are errors naming the problem."""
+    prob = make_problem(False)
+    p = prob.model.n_params
+    block = slice(1, 5)
+    m = torch.randn(4, 3, generator=torch.Generator().manual_seed(7), dtype=DT)
+    full = torch.zeros(p, 3, dtype=DT)
+    full[block] = m
+    cpu = torch.device("cpu")
+    column, dense = Embedding(ColumnProjection(block, m), p, DT, cpu), Embedding(full, p, DT, cpu)
+    theta = torch.randn(N, p, generator=torch.Generator().manual_seed(8), dtype=DT)
+    grad_u = torch.randn(N, 3, generator=torch.Generator().manual_seed(9), dtype=DT)
+    torch.testing.assert_close(column(theta), dense(theta), rtol=1e-14, atol=1e-14)
+    torch.testing.assert_close(column.transpose(grad_u, theta), dense.transpose(grad_u, theta), rtol=1e-14, atol=1e-14)
+    out = theta.clone()
+    torch.testing.assert_close(column.add_transpose_(out, grad_u, theta), theta + dense.transpose(grad_u, theta))
+    phi = torch.eye(3, dtype=DT) + 0.1 * torch.randn(3, 3, generator=torch.Generator().manual_seed(10), dtype=DT)
+    kw = dict(lam=LAM, kappa=KAPPA)
+    torch.testing.assert_close(
+        lower_gradients(prob.model, theta, phi, prob.prop, prob.batch, embedding=column, **kw),
+        lower_gradients(prob.model, theta, phi, prob.prop, prob.batch, embedding=dense, **kw))
+    hyper = [hypergradient(prob.model, theta, phi, prob.prop, prob.neighbours, prob.negatives, prob.batch,
+                           lam_upper=LAM_UPPER, embedding=emb, neumann_terms=4, neumann_scale=0.1, **kw)[0]
+             for emb in (column, dense)]
+    torch.testing.assert_close(hyper[0], hyper[1], rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match=r"contiguous slice"):
+        Embedding(ColumnProjection(slice(0, 6, 2), m[:3]), p, DT, cpu)
+    with pytest.raises(ValueError, match=r"must be \(4, d\) for columns 1:5"):
+        Embedding(ColumnProjection(block, m[:3]), p, DT, cpu)
+
+
+def test_nplm_hypergradient_with_closed_forms_equals_autograd():
+    """On the NPLM, the hyper-gradient through the model's closed-form Hessian-vector
+    products equals the one through torch.func (the model without its closed forms), with
+    a masked embedding and a column projection of the hidden layer (Fig. 10.4's set-up)."""
+    layout = NPLMLayout(9, 3, 4)
+    model = nplm(layout)
+    generic = dataclasses.replace(model, batch_gradient=None, batch_hessian=None)
+    rng = np.random.default_rng(3)
+    blocks = torch.as_tensor(rng.integers(0, 9, (N, 4, 6)))
+    weights = torch.ones(N, 4, dtype=DT)
+    source = NextWordBatches(ClientBatches(blocks[:, :, :-1], blocks[:, :, 1:], weights), 9)
+    batch = source.sample(None, torch.Generator().manual_seed(0))
+    present = rng.random((N, 9)) < 0.7
+    mask = torch.as_tensor(layout.frozen_rows_mask(present)).to(DT)
+    theta = layout.zero_absent_rows(model.initial_params(torch.Generator().manual_seed(1)), present)
+    graph = ring(N)
+    prop = normalized_adjacency(graph)
+    neighbours = torch.as_tensor(graph.adjacency.toarray() > 0).to(DT)
+    negatives = negative_samples(neighbours, 2, torch.Generator().manual_seed(2))
+    hidden = layout.hidden_layer
+    projection = torch.randn(hidden.stop - hidden.start, 5, generator=torch.Generator().manual_seed(3), dtype=DT)
+    emb = Embedding(ColumnProjection(hidden, projection), layout.n_params, DT, torch.device("cpu"))
+    phi = torch.eye(5, dtype=DT)
+    results = [hypergradient(m, theta, phi, prop, neighbours, negatives, batch, lam=0.1, kappa=0.01,
+                             lam_upper=0.1, embedding=emb, neumann_terms=5, neumann_scale=0.5, mask=mask)
+               for m in (model, generic)]
+    torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-9, atol=1e-12)
+    assert float(results[0][0].abs().max()) > 0

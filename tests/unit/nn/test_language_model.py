@@ -1,6 +1,7 @@
 """The chapter's NPLM as a flat model: shapes, equivalence with torch layers, learning on a
 tiny corpus, frozen embedding rows in every algorithm, masked aggregation, evaluation."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -19,6 +20,8 @@ from networkedfl.nn import (
     NextWordBatches,
     NPLMLayout,
     WordPairCounts,
+    batch_gradients,
+    batch_hessian_products,
     client_token_losses,
     linear_regression,
     next_word_cross_entropy,
@@ -252,6 +255,73 @@ def test_collapsed_loss_and_gradient_equal_the_windows(dtype):
     # next_word_cross_entropy: integer targets are windows, distributions are rows
     z = model.forward(params, ids[0])
     torch.testing.assert_close(next_word_cross_entropy(z, targets[0]), model.sample_loss(z, targets[0]))
+
+
+def _generic(model):
+    """The same model without its closed forms: torch.func differentiates it."""
+    return dataclasses.replace(model, batch_gradient=None, batch_hessian=None)
+
+
+def test_closed_form_gradients_and_hessian_products_equal_autograd():
+    """The NPLM's closed-form batch gradients and Hessian-vector products on next-word
+    distributions equal vmap(grad) and its vector-Jacobian product (float64, padding rows
+    and a client whose batch is all padding included); the products also equal central
+    differences of the gradients."""
+    model = nplm(NPLMLayout(9, 3, 4))
+    ids, targets, weights = _random_windows(4, n=4)
+    weights[3] = 0.0  # a client with no real window: loss 0, gradient 0
+    batch = NextWordBatches(ClientBatches(ids, targets, weights), 9).sample(None, torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(5)
+    theta = 0.5 * torch.randn(4, model.n_params, generator=gen, dtype=torch.float64)
+    vector = torch.randn(theta.shape, generator=gen, dtype=torch.float64)
+    closed = model.batch_gradient(theta, *batch)
+    reference = torch.func.vmap(torch.func.grad(model.loss))(theta, *batch)
+    torch.testing.assert_close(closed, reference, rtol=1e-12, atol=1e-14)
+    assert float(closed[3].abs().max()) == 0.0
+    torch.testing.assert_close(batch_gradients(model)(theta, *batch), reference, rtol=1e-12, atol=1e-14)
+    products = batch_hessian_products(model, theta, *batch)
+    generic = batch_hessian_products(_generic(model), theta, *batch)
+    torch.testing.assert_close(products(vector), generic(vector), rtol=1e-10, atol=1e-13)
+    h = 1e-6
+    central = (model.batch_gradient(theta + h * vector, *batch)
+               - model.batch_gradient(theta - h * vector, *batch)) / (2 * h)
+    torch.testing.assert_close(products(vector), central, rtol=1e-6, atol=1e-8)
+    # a Hessian is symmetric: <a, H b> = <H a, b>
+    other = torch.randn(theta.shape, generator=gen, dtype=torch.float64)
+    np.testing.assert_allclose(float((other * products(vector)).sum()), float((products(other) * vector).sum()),
+                               rtol=1e-10)
+
+
+def test_closed_forms_step_aside_where_they_do_not_apply():
+    """Windows (integer targets) and parameters tracked by autograd take the generic path."""
+    model = nplm(NPLMLayout(9, 3, 4))
+    ids, targets, weights = _random_windows(6)
+    theta = model.initial_params(torch.Generator().manual_seed(0)).expand(3, -1).clone()
+    assert model.batch_gradient(theta, ids, targets, weights) is None
+    assert model.batch_hessian(theta, ids, targets, weights) is None
+    torch.testing.assert_close(batch_gradients(model)(theta, ids, targets, weights),
+                               torch.func.vmap(torch.func.grad(model.loss))(theta, ids, targets, weights))
+    rows = NextWordBatches(ClientBatches(ids, targets, weights), 9).sample(None, torch.Generator().manual_seed(0))
+    assert model.batch_gradient(theta.requires_grad_(), *rows) is None
+    # differentiating through batch_gradients (BiG-FL's exact inverse does) still works
+    jac = torch.func.jacrev(lambda th: batch_gradients(model)(th, *rows)[0].sum())(theta.detach())
+    assert jac.shape == theta.shape and bool(torch.isfinite(jac).all())
+
+
+def test_generic_hessian_products_of_least_squares_are_the_gram_matrix():
+    """Without a closed form, batch_hessian_products is the exact Hessian: for the weighted
+    mean squared error of a linear model, 2 X^T W X / sum(w) times v."""
+    model = linear_regression(3, bias=False)
+    rng = np.random.default_rng(0)
+    x = torch.as_tensor(rng.standard_normal((2, 5, 3)))
+    y = torch.as_tensor(rng.standard_normal((2, 5)))
+    w = torch.as_tensor(rng.integers(0, 3, (2, 5)).astype(float))
+    w[:, 0] = 1.0
+    theta = torch.as_tensor(rng.standard_normal((2, 3)))
+    vector = torch.as_tensor(rng.standard_normal((2, 3)))
+    gram = torch.einsum("nm,nmi,nmj->nij", w, x, x) * 2 / w.sum(dim=1)[:, None, None]
+    torch.testing.assert_close(batch_hessian_products(model, theta, x, y, w)(vector),
+                               torch.einsum("nij,nj->ni", gram, vector))
 
 
 def test_next_word_batches_draw_the_windows_of_the_wrapped_source():

@@ -280,17 +280,16 @@ class _Evaluator:
 
 def _hidden_projection(layout: Any, dim: int, rng: np.random.Generator, dtype: Any, device: Any):
     """The fixed linear map of BiG-FL's UL input: the hidden layer ``(W_1, b_1)`` of every
-    client times a Gaussian ``(d h + h, dim)`` matrix with entries ``N(0, 1/dim)``."""
+    client times a Gaussian ``(d h + h, dim)`` matrix with entries ``N(0, 1/dim)``
+    (a :class:`~networkedfl.algorithms.bigfl.ColumnProjection`)."""
     import torch
+
+    from ...algorithms.bigfl import ColumnProjection
 
     hidden = layout.hidden_layer
     size = hidden.stop - hidden.start
     matrix = torch.as_tensor(rng.standard_normal((size, dim)) / math.sqrt(dim)).to(dtype=dtype, device=device)
-
-    def project(theta: Any) -> Any:
-        return theta[:, hidden] @ matrix
-
-    return project
+    return ColumnProjection(hidden, matrix)
 
 
 def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
