@@ -65,14 +65,14 @@ def _wait_for_temporary(workdir, output_suffix, timeout=120):
     raw = Path(workdir) / "results" / "raw" / TARGET
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for tmp in raw.glob(f"*/.*{output_suffix}.*.tmp"):
+        for tmp in raw.glob(f".*{output_suffix}.*.tmp"):
             return tmp.parent / tmp.name[1:tmp.name.index(output_suffix) + len(output_suffix)]
         time.sleep(0.05)
     raise AssertionError(f"no job started writing a {output_suffix} file in time")
 
 
 def _raw_outputs(workdir):
-    return sorted((Path(workdir) / "results" / "raw" / TARGET).glob("*/*.csv"))
+    return sorted((Path(workdir) / "results" / "raw" / TARGET).glob("*.csv"))  # not .previous/
 
 
 def _sigint_as_in_a_terminal():

@@ -297,16 +297,18 @@ def test_lint_is_clean(repo, tmp_path):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_job_rerun_in_process_gives_byte_identical_records(built, test_config, inputs_for, tmp_path, target):
-    """Determinism: the first job of every target, run again outside Snakemake, writes
-    exactly the bytes the pipeline wrote; its records are tidy."""
+    """Determinism: the first job of every target (its first setting, every seed), run
+    again outside Snakemake, writes exactly the bytes the pipeline wrote; its records are
+    tidy, seed after seed."""
     from networkedfl.io import Paths, write_csv
-    from networkedfl.pipeline.runner import job_settings, run_job, tuning_jobs
+    from networkedfl.pipeline.runner import job_settings, run_setting, seeds, tuning_jobs
 
     setting = job_settings(test_config, target)[0]
     tuning = [pd.read_csv(built / Paths().tuning(target, s, k))
               for s, k in tuning_jobs(test_config, target) if s == setting] or None
-    table = run_job(test_config, target, setting, 0, inputs_for(target, setting=setting), tuning)
+    seed_list = seeds(test_config, target)
+    table = run_setting(test_config, target, setting, seed_list, inputs_for(target, setting=setting), tuning)
     assert {"metric", "value", "seed"} <= set(table.columns) and len(table) > 0
-    assert (table["seed"] == 0).all()
+    assert table["seed"].drop_duplicates().tolist() == seed_list and table["seed"].is_monotonic_increasing
     write_csv(table, tmp_path / "again.csv")
-    assert (tmp_path / "again.csv").read_bytes() == (built / Paths().raw(target, setting, 0)).read_bytes()
+    assert (tmp_path / "again.csv").read_bytes() == (built / Paths().raw(target, setting)).read_bytes()

@@ -95,7 +95,6 @@ def _alternation(names):
 wildcard_constraints:
     target=_alternation(TARGETS),
     setting=r"[A-Za-z0-9_.\-]+",
-    seed=r"\d+",
     point=r"\d+",
 
 
@@ -139,13 +138,8 @@ def tuning_job_spec(wildcards):
 
 
 def raw_tables(wildcards):
-    """Every job output of one target (settings x seeds)."""
-    target = wildcards.target
-    return [
-        PATHS.raw(target, setting, seed)
-        for setting in job_settings(config, target)
-        for seed in seeds(config, target)
-    ]
+    """Every job output of one target (one per setting, each with every seed)."""
+    return [PATHS.raw(wildcards.target, setting) for setting in job_settings(config, wildcards.target)]
 
 
 def table_inputs(wildcards):
@@ -217,7 +211,7 @@ def report_timings(log_file):
 
     lines = []
     for target in selected_targets():
-        seconds = job_seconds(sorted(Path(PATHS.logs, "run", target).glob("*/*.log")))
+        seconds = job_seconds(sorted(Path(PATHS.logs, "run", target).glob("*.log")))
         if seconds is not None:
             lines.append(f"  {target}: {seconds:.1f} s of compute in its experiment jobs")
     if lines:

@@ -1,5 +1,7 @@
-# Computing: one job per (target, setting, seed) writes raw tidy records; the records of a
-# target are collected into its table, on which the paper's claims are evaluated.  A target
+# Computing: one job per (target, setting) writes the raw tidy records of every repetition
+# seed (one process per setting, not per seed: a job's start-up is paid once; the seeds are
+# part of the setting's parameters, so an edit reruns the same jobs as before); the records
+# of a target are collected into its table, on which the paper's claims are evaluated.  A target
 # with a tuning grid first runs one job per (setting, grid point) on a validation split; the
 # setting's jobs read them and use the chosen point (networkedfl.experiments.tuning).
 
@@ -31,11 +33,12 @@ rule run_experiment:
         PATHS.raw(),
         provenance=PATHS.raw() + PROVENANCE,
     log:
-        PATHS.log("run", "{target}/{setting}/seed-{seed}"),
+        PATHS.log("run", "{target}/{setting}"),
     conda:
         CONDA_ENV
     params:
         experiment=setting_params,
+        seeds=lambda wildcards: seeds(config, wildcards.target),
         base_seed=config["seed"],
         code=code_version,
     resources:

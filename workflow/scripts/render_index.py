@@ -35,7 +35,7 @@ for target in snakemake.params.targets:  # noqa: F821
         "pdf": href(paths.figure(target, "pdf")) if figure else None,
         "png": href(paths.figure(target, "png")) if figure else None,
     }
-    seconds[target] = job_seconds(sorted(Path(paths.logs, "run", target).glob("*/*.log")))
+    seconds[target] = job_seconds(sorted(Path(paths.logs, "run", target).glob("*.log")))
 
 summary = pd.read_csv(snakemake.input.summary, keep_default_na=False)  # noqa: F821
 atomic_write(page, lambda tmp: Path(tmp).write_text(render_index(summary, links, seconds), encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""Run one job of a target (one setting, one seed) and write its tidy records."""
+"""Run one job of a target (one setting, every repetition seed) and write its tidy records."""
 
 import os
 import sys
@@ -10,7 +10,7 @@ import pandas as pd  # noqa: E402
 
 from networkedfl.io import write_job_table  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
-from networkedfl.pipeline.runner import run_job  # noqa: E402
+from networkedfl.pipeline.runner import run_setting  # noqa: E402
 from networkedfl.progress import ENV_VAR  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
@@ -27,9 +27,10 @@ inputs = {name: value if isinstance(value, str) else list(value)
           for name, value in snakemake.input.items()}  # noqa: F821
 # the method's tuning results (one file per grid point) choose its values; not a data input
 tuning = [pd.read_csv(path) for path in inputs.pop("tuning", [])] or None
+seed_list = [int(s) for s in snakemake.params.seeds]  # noqa: F821
 write_job_table(snakemake.output[0],  # noqa: F821
-                lambda: run_job(config, wildcards.target, wildcards.setting, int(wildcards.seed), inputs, tuning),
+                lambda: run_setting(config, wildcards.target, wildcards.setting, seed_list, inputs, tuning),
                 log)
 write_sidecar(snakemake.output[0], job_provenance(wildcards.target, snakemake.params.code,  # noqa: F821
-                                                 setting=wildcards.setting, seed=int(wildcards.seed)))
+                                                 setting=wildcards.setting, seeds=seed_list))
 log.info("wrote %s", snakemake.output[0])  # noqa: F821

@@ -31,8 +31,9 @@ class Paths:
     data: Path = Path("data")
     docs: Path = Path("docs")
 
-    def raw(self, target: str = "{target}", setting: str = "{setting}", seed: str | int = "{seed}") -> str:
-        return str(self.results / "raw" / target / setting / f"seed-{seed}.csv")
+    def raw(self, target: str = "{target}", setting: str = "{setting}") -> str:
+        """The records of one setting's job: every repetition seed, in order (``seed`` column)."""
+        return str(self.results / "raw" / target / f"{setting}.csv")
 
     def tuning(self, target: str = "{target}", setting: str = "{setting}", point: str | int = "{point}") -> str:
         """One grid point of a method's tuning (see :mod:`networkedfl.experiments.tuning`)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -37,6 +38,7 @@ __all__ = [
     "job_params",
     "job_settings",
     "run_job",
+    "run_setting",
     "run_tuning_job",
     "seeds",
     "tuning_jobs",
@@ -199,6 +201,26 @@ def tuning_table(config: Mapping[str, Any], target: str,
         variant, own = split_setting(params, setting)
         parts.append(tag_variant(tuning_rows(variant_params(params, variant), own, results), variant))
     return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def run_setting(config: Mapping[str, Any], target: str, setting: str, seed_list: Sequence[int],
+                inputs: Mapping[str, str | list[str]] | None = None,
+                tuning: Sequence[pd.DataFrame] | None = None) -> pd.DataFrame:
+    """The records of one setting's pipeline job: :func:`run_job` for every repetition seed,
+    in order, one process for all of them.
+
+    Every seed's table is taken as its CSV text reads back (:func:`~networkedfl.io.write_csv`'s
+    format) before they are concatenated, so the target's table is the one that one file per
+    seed would give, byte for byte.
+    """
+    if not len(seed_list):
+        raise ValueError(f"{target}, setting {setting!r}: no repetition seed (repetitions must be >= 1)")
+    log.info("running %s, setting %s, seeds %s", target, setting, ", ".join(str(int(s)) for s in seed_list))
+    frames = []
+    for seed in seed_list:
+        text = run_job(config, target, setting, int(seed), inputs, tuning).to_csv(index=False, float_format="%.17g")
+        frames.append(pd.read_csv(io.StringIO(text)))
+    return pd.concat(frames, ignore_index=True)
 
 
 def collect_tables(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:

@@ -69,18 +69,24 @@ def summarize_claims(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.Da
 
 
 _FINISHED = re.compile(r"finished \S+: \d+ rows in ([0-9.]+) s")
+#: The first line of a setting's job (:func:`~networkedfl.pipeline.runner.run_setting`).
+_STARTED = re.compile(r"running \S+, setting \S+, seeds ")
 
 
 def job_seconds(log_files: Sequence[str | Path]) -> float | None:
     """Total compute time of a target's jobs as their logs report it (``None`` if unknown).
 
-    A job's log is appended to when the job reruns; its latest run counts.
+    A job's log is appended to when the job reruns; its latest run counts: the seeds
+    finished after the log's last start line (a log without one, from one job per seed:
+    its last finished seed).
     """
     total, found = 0.0, False
     for path in log_files:
-        runs = _FINISHED.findall(Path(path).read_text(encoding="utf-8", errors="replace"))
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        starts = list(_STARTED.finditer(text))
+        runs = _FINISHED.findall(text[starts[-1].start():]) if starts else _FINISHED.findall(text)[-1:]
         if runs:
-            total += float(runs[-1])
+            total += sum(float(r) for r in runs)
             found = True
     return total if found else None
 

@@ -92,3 +92,26 @@ def test_a_job_table_that_fails_to_compute_writes_nothing_and_names_the_last_goo
         write_job_table(out, diverges, log)
     assert not out.exists() and previous_path(out).read_bytes() == good
     assert f"kept at {previous_path(out)}" in caplog.text
+
+
+def test_job_seconds_sum_the_seeds_of_each_log_s_latest_run(tmp_path):
+    """A setting's job log holds one finished line per seed and is appended to when the job
+    reruns: the compute time is the sum over the seeds of its latest run; a log from one
+    job per seed (no start line) counts its last finished line."""
+    from networkedfl.pipeline.summary import job_seconds
+
+    stamp = "2026-11-25 00:00:00,000 INFO networkedfl.pipeline.runner:"
+    grouped = tmp_path / "a.log"
+    grouped.write_text(
+        f"{stamp} running t, setting a, seeds 0, 1\n{stamp} finished t/a/seed-0: 3 rows in 9.0 s\n"
+        f"{stamp} finished t/a/seed-1: 3 rows in 9.0 s\n"  # an earlier run ...
+        f"{stamp} running t, setting a, seeds 0, 1\n{stamp} finished t/a/seed-0: 3 rows in 1.5 s\n"
+        f"{stamp} finished t/a/seed-1: 3 rows in 2.5 s\n", encoding="utf-8")  # ... and the latest
+    old = tmp_path / "b.log"
+    old.write_text(f"{stamp} finished t/b/seed-0: 3 rows in 7.0 s\n{stamp} finished t/b/seed-0: 3 rows in 3.0 s\n",
+                   encoding="utf-8")
+    unfinished = tmp_path / "c.log"
+    unfinished.write_text(f"{stamp} running t, setting c, seeds 0\n", encoding="utf-8")
+    assert job_seconds([grouped]) == 4.0
+    assert job_seconds([grouped, old, unfinished]) == 7.0
+    assert job_seconds([unfinished]) is None

@@ -6,7 +6,7 @@ validation; labels are the position of the digit in the pair) and the two-layer 
 (:mod:`.gtv_mnist_graph`), named by the target's ``graph`` parameter, so targets with the
 same clusters share it.
 
-One job per method and seed; every method starts from the same random vector (weight
+One job per method (its seeds in one process); every method starts from the same random vector (weight
 entries ``U[0, 1)``, biases 0) and records the validation accuracy, pooled over all the
 nodes' validation images, after every iteration / round / epoch (iteration 0: the start):
 
