@@ -105,8 +105,15 @@ def experiment_params(wildcards):
 
 def setting_params(wildcards):
     """The target's parameters as one setting's jobs see them: editing another method's
-    tuning grid does not rerun them."""
-    return job_params(config, wildcards.target, wildcards.setting)
+    tuning grid does not rerun them, nor does `threads` (the results do not depend on it)."""
+    params = job_params(config, wildcards.target, wildcards.setting)
+    return {k: v for k, v in params.items() if k != "threads"}
+
+
+def job_threads(wildcards):
+    """A target's `threads` (default 1): Snakemake gives the job at most that many cores
+    (fewer with a smaller --cores) and the job uses what it is given."""
+    return int(config["experiments"][wildcards.target].get("threads", 1))
 
 
 def dataset_files(name):

@@ -41,6 +41,7 @@ rule run_experiment:
         seeds=lambda wildcards: seeds(config, wildcards.target),
         base_seed=config["seed"],
         code=code_version,
+    threads: job_threads
     resources:
         mem_mb=2000,
     script:

@@ -19,10 +19,10 @@ os.environ.setdefault(ENV_VAR, "1")
 os.environ.setdefault("TQDM_DELAY", "10")
 os.environ.setdefault("TQDM_MININTERVAL", "10")
 wildcards = snakemake.wildcards  # noqa: F821
-config = {
-    "seed": snakemake.params.base_seed,  # noqa: F821
-    "experiments": {wildcards.target: snakemake.params.experiment},  # noqa: F821
-}
+experiment = dict(snakemake.params.experiment)  # noqa: F821
+if snakemake.threads > 1:  # noqa: F821  (the cores Snakemake gave the job: a target's `threads` or fewer)
+    experiment["threads"] = snakemake.threads  # noqa: F821
+config = {"seed": snakemake.params.base_seed, "experiments": {wildcards.target: experiment}}  # noqa: F821
 inputs = {name: value if isinstance(value, str) else list(value)
           for name, value in snakemake.input.items()}  # noqa: F821
 # the method's tuning results (one file per grid point) choose its values; not a data input

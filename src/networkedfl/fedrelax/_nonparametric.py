@@ -41,6 +41,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -48,6 +49,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._validation import check_int
 from ..graphs import GraphLike, as_graph
 from ..progress import show_progress, tqdm
 from ..seeding import Seed, as_rng
@@ -176,6 +178,44 @@ def _fit(model: Any, x: np.ndarray, y: np.ndarray, w: np.ndarray, weighted: bool
     model.fit(x[idx], y[idx])
 
 
+class _NodeWork:
+    """Run a per-node call for a list of nodes: the scikit-learn trees' calls in a thread pool
+    (their growing and prediction release the GIL), every other model's in node order in the
+    calling thread (a model without ``sample_weight`` draws its resampling from the shared
+    generator, whose order must not depend on timing).  The worker threads see the caller's
+    scikit-learn configuration (``sklearn.config_context`` is thread-local)."""
+
+    def __init__(self, trees: Sequence[bool], n_jobs: int) -> None:
+        self.trees = trees
+        self.pool = ThreadPoolExecutor(n_jobs) if n_jobs > 1 and sum(trees) > 1 else None
+
+    def __enter__(self) -> _NodeWork:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def map(self, fn: Callable[..., Any], calls: Sequence[tuple[int, tuple[Any, ...]]]) -> list[Any]:
+        """``[fn(*args) for node, args in calls]``, in that order."""
+        if self.pool is None:
+            return [fn(*args) for _, args in calls]
+        import sklearn
+
+        config = sklearn.get_config()
+
+        def in_context(*args: Any) -> Any:
+            with sklearn.config_context(**config):
+                return fn(*args)
+
+        futures = {k: self.pool.submit(in_context, *args)
+                   for k, (node, args) in enumerate(calls) if self.trees[node]}
+        results = [None if k in futures else fn(*args) for k, (_, args) in enumerate(calls)]
+        for k, future in futures.items():
+            results[k] = future.result()
+        return results
+
+
 def _standard_normal(rng: np.random.Generator, n: int, r: int, d: int) -> np.ndarray:
     return rng.standard_normal((n, r, d))
 
@@ -198,6 +238,7 @@ def fedrelax(
     seed: Seed = None,
     callback: Callback | None = None,
     progress: bool | None = None,
+    n_jobs: int | None = None,
 ) -> FedRelaxResult:
     """FedRelax Algorithm 1 with any local models (squared-error loss and discrepancy).
 
@@ -238,6 +279,10 @@ def fedrelax(
         every iteration; its entries form the ``history`` rows (with ``"iteration": k``).
     progress
         tqdm progress bar over iterations (``None``: the environment decides).
+    n_jobs
+        Threads for the nodes' fits and predictions within an iteration (``None`` or 1:
+        none).  Only scikit-learn's regression trees use them (they release the GIL while
+        they grow); other models run in node order.  The results do not depend on it.
 
     Returns
     -------
@@ -286,57 +331,61 @@ def fedrelax(
         if callback is not None:
             history.append({"iteration": k, **dict(callback(k, models) or {})})
 
-    if fit_initial:
-        for i in range(n):  # h_0: each model on its own data
-            _fit(models[i], xs[i], ys[i], local_w[i], weighted[i], rng, trees[i])
-    record(0)
-    sampler = distillation_sampler or _standard_normal
-    coupled = alpha > 0 and adj.nnz > 0
-    for k in tqdm(range(1, int(n_iter) + 1), desc="FedRelax", leave=False,
-                  disable=not show_progress(progress)):
-        # 1. what every node shares: the rows of its public data and its predictions there
-        if public_subsample is None:
-            share_len = pub_len
-            share_rows = np.arange(pub_all.shape[0])
-        else:
-            share_len = np.minimum(pub_len, int(public_subsample))
-            keys = rng.random(pub_all.shape[0])
-            owner = np.repeat(np.arange(n), pub_len)
-            order = np.lexsort((keys, owner))  # rows of each node in random order
-            rank = np.arange(order.size) - np.repeat(pub_start, pub_len)
-            share_rows = order[rank < np.repeat(share_len, pub_len)]
-        share_start = np.concatenate([[0], np.cumsum(share_len)[:-1]])
-        shared_pred = np.zeros(share_rows.size)
-        if coupled:
-            for j in range(n):  # predictions of black-box models: one call per node
-                rows = share_rows[share_start[j]: share_start[j] + share_len[j]]
-                shared_pred[share_start[j]: share_start[j] + share_len[j]] = _predict(
-                    models[j], pub_all[rows], trees[j])
-        if self_distillation:
-            z = np.asarray(sampler(rng, n, int(self_distillation), dim), float)
-            if not np.all(np.isfinite(z)):
-                raise ValueError(f"iteration {k}: the distillation sampler returned NaN or inf")
-            z_pred = [_predict(models[i], z[i], trees[i]) for i in range(n)]
-        # 2. every node refits on its augmented dataset (19) (+ self-distillation points (20))
-        scale = (1.0 / share_len) if weighting == "objective" else (pub_len / share_len)
-        for i in range(n):
-            x_parts, y_parts, w_parts = [xs[i]], [ys[i]], [local_w[i]]
-            if coupled:
-                nbrs = adj.indices[adj.indptr[i]: adj.indptr[i + 1]]
-                a = alpha * adj.data[adj.indptr[i]: adj.indptr[i + 1]]
-                keep = a > 0
-                nbrs, a = nbrs[keep], a[keep]
-                idx = _ranges(share_start[nbrs], share_len[nbrs])
-                x_parts.append(pub_all[share_rows[idx]])
-                y_parts.append(shared_pred[idx])
-                w_parts.append(np.repeat(a * scale[nbrs], share_len[nbrs]))
+    workers = 1 if n_jobs is None else check_int(n_jobs, "n_jobs", minimum=1)
+    with _NodeWork(trees, workers) as work:
+        if fit_initial:  # h_0: each model on its own data
+            work.map(_fit, [(i, (models[i], xs[i], ys[i], local_w[i], weighted[i], rng, trees[i])) for i in range(n)])
+        record(0)
+        sampler = distillation_sampler or _standard_normal
+        coupled = alpha > 0 and adj.nnz > 0
+        for k in tqdm(range(1, int(n_iter) + 1), desc="FedRelax", leave=False,
+                      disable=not show_progress(progress)):
+            # 1. what every node shares: the rows of its public data and its predictions there
+            if public_subsample is None:
+                share_len = pub_len
+                share_rows = np.arange(pub_all.shape[0])
+            else:
+                share_len = np.minimum(pub_len, int(public_subsample))
+                keys = rng.random(pub_all.shape[0])
+                owner = np.repeat(np.arange(n), pub_len)
+                order = np.lexsort((keys, owner))  # rows of each node in random order
+                rank = np.arange(order.size) - np.repeat(pub_start, pub_len)
+                share_rows = order[rank < np.repeat(share_len, pub_len)]
+            share_start = np.concatenate([[0], np.cumsum(share_len)[:-1]])
+            shared_pred = np.zeros(share_rows.size)
+            if coupled:  # predictions of black-box models: one call per node
+                shared = work.map(_predict, [
+                    (j, (models[j], pub_all[share_rows[share_start[j]: share_start[j] + share_len[j]]], trees[j]))
+                    for j in range(n)])
+                for j, pred in enumerate(shared):
+                    shared_pred[share_start[j]: share_start[j] + share_len[j]] = pred
             if self_distillation:
-                x_parts.append(z[i])
-                y_parts.append(np.asarray(z_pred[i], float))
-                w_parts.append(np.full(int(self_distillation), float(distillation_weight)))
-            _fit(models[i], np.concatenate(x_parts), np.concatenate(y_parts),
-                 np.concatenate(w_parts), weighted[i], rng, trees[i])
-        record(k)
+                z = np.asarray(sampler(rng, n, int(self_distillation), dim), float)
+                if not np.all(np.isfinite(z)):
+                    raise ValueError(f"iteration {k}: the distillation sampler returned NaN or inf")
+                z_pred = work.map(_predict, [(i, (models[i], z[i], trees[i])) for i in range(n)])
+            # 2. every node refits on its augmented dataset (19) (+ self-distillation points (20))
+            scale = (1.0 / share_len) if weighting == "objective" else (pub_len / share_len)
+            fits = []
+            for i in range(n):
+                x_parts, y_parts, w_parts = [xs[i]], [ys[i]], [local_w[i]]
+                if coupled:
+                    nbrs = adj.indices[adj.indptr[i]: adj.indptr[i + 1]]
+                    a = alpha * adj.data[adj.indptr[i]: adj.indptr[i + 1]]
+                    keep = a > 0
+                    nbrs, a = nbrs[keep], a[keep]
+                    idx = _ranges(share_start[nbrs], share_len[nbrs])
+                    x_parts.append(pub_all[share_rows[idx]])
+                    y_parts.append(shared_pred[idx])
+                    w_parts.append(np.repeat(a * scale[nbrs], share_len[nbrs]))
+                if self_distillation:
+                    x_parts.append(z[i])
+                    y_parts.append(np.asarray(z_pred[i], float))
+                    w_parts.append(np.full(int(self_distillation), float(distillation_weight)))
+                fits.append((i, (models[i], np.concatenate(x_parts), np.concatenate(y_parts),
+                                  np.concatenate(w_parts), weighted[i], rng, trees[i])))
+            work.map(_fit, fits)
+            record(k)
     return FedRelaxResult(models, history)
 
 
@@ -370,7 +419,7 @@ class FedRelax(BaseEstimator):
     ----------
     estimator
         One template, a list with one model per node, or a factory ``f(i)``.
-    alpha, n_iter, weighting, self_distillation, distillation_weight, distillation_sampler, public_subsample
+    alpha, n_iter, weighting, self_distillation, distillation_weight, distillation_sampler, public_subsample, n_jobs
         As for :func:`fedrelax`.
     random_state
         Seed or ``numpy.random.Generator`` of FedRelax's own random draws (the local models
@@ -399,6 +448,7 @@ class FedRelax(BaseEstimator):
         public_subsample: int | None = None,
         random_state: int | np.random.Generator | None = None,
         progress: bool | None = None,
+        n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.alpha = alpha
@@ -410,6 +460,7 @@ class FedRelax(BaseEstimator):
         self.public_subsample = public_subsample
         self.random_state = random_state
         self.progress = progress
+        self.n_jobs = n_jobs
 
     def fit(self, graph: GraphLike, X: Any, y: Any, public: Any,
             callback: Callback | None = None) -> FedRelax:
@@ -420,7 +471,7 @@ class FedRelax(BaseEstimator):
             distillation_weight=self.distillation_weight,
             distillation_sampler=self.distillation_sampler,
             public_subsample=self.public_subsample, seed=self.random_state, callback=callback,
-            progress=self.progress,
+            progress=self.progress, n_jobs=self.n_jobs,
         )
         self.estimators_ = result.estimators
         self.history_ = result.history

@@ -339,6 +339,41 @@ def test_trees_skip_their_input_checks_and_fit_the_same_trees(monkeypatch):
                                   predict_nodes(checked.estimators, data.val_features))
 
 
+def test_threads_give_the_same_models_as_node_order(monkeypatch):
+    """``n_jobs`` threads grow the trees of an iteration in parallel: the same trees split for
+    split and the same predictions as one thread, also in a network mixing trees with
+    k-NN nodes (resampled from the shared generator, in node order) and linear models; the
+    workers see the caller's scikit-learn configuration; a bad ``n_jobs`` is named."""
+    import sklearn
+
+    data = _small(n_clusters=3, size=4, d=2, m=12, seed=4)
+    kinds = [lambda i: DecisionTreeRegressor(max_depth=4, random_state=i), lambda i: LinearRegression(),
+             lambda i: KNeighborsRegressor(n_neighbors=3), lambda i: DecisionTreeRegressor(max_depth=2, random_state=i)]
+    kw = dict(alpha=0.1, n_iter=3, self_distillation=9, public_subsample=4, seed=5)
+    seen = []
+    original = DecisionTreeRegressor.fit
+
+    def spy(self, *args, **kwargs):
+        seen.append(sklearn.get_config()["assume_finite"])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(DecisionTreeRegressor, "fit", spy)
+    for factory in (kinds[0], lambda i: kinds[i % 4](i)):
+        one = fedrelax(data.graph, data.features, data.labels, data.public, factory, **kw)
+        with sklearn.config_context(assume_finite=True):
+            three = fedrelax(data.graph, data.features, data.labels, data.public, factory, n_jobs=3, **kw)
+        assert seen and all(seen[len(seen) // 2:])  # the threaded run's fits saw the context
+        seen.clear()
+        for a, b in zip(one.estimators, three.estimators, strict=True):
+            if isinstance(a, DecisionTreeRegressor):
+                for attr in ("feature", "threshold", "value", "children_left"):
+                    np.testing.assert_array_equal(getattr(a.tree_, attr), getattr(b.tree_, attr))
+        np.testing.assert_array_equal(predict_nodes(one.estimators, data.val_features),
+                                      predict_nodes(three.estimators, data.val_features))
+    with pytest.raises(ValueError, match="n_jobs"):
+        fedrelax(data.graph, data.features, data.labels, data.public, kinds[0], n_jobs=0, **kw)
+
+
 def test_a_sampler_returning_nan_is_named_with_its_iteration():
     data = clustered_data([4, 4], 0.9, 0.3, 2, 6, 10, 5, 0.1, np.random.default_rng(3))
     with pytest.raises(ValueError, match="iteration 1: the distillation sampler"):

@@ -358,7 +358,8 @@ def _run_trees(params: Params, setting: str, seed: int, base_seed: int,
                 self_distillation=int(params.get("self_distillation", 0)),
                 distillation_weight=float(params.get("distillation_weight", 1.0)),
                 public_subsample=params.get("public_subsample"),
-                seed=rng_for(base_seed, experiment_id, seed, key, "fedrelax"))
+                seed=rng_for(base_seed, experiment_id, seed, key, "fedrelax"),
+                n_jobs=params.get("threads"))
             val[float(alpha)] = validation_mse(predict_nodes(result.estimators, data.val_features),
                                                data.val_labels)
             records.append({**base, "alpha": float(alpha), "method": "fedrelax", "metric": VAL,
