@@ -106,11 +106,16 @@ class SquaredErrorLoss:
         return self.data.n_nodes
 
     @cached_property
+    def _scale(self) -> np.ndarray:
+        """``s_i`` with ``Q_i = s_i X_i^T X_i``: ``2 / m_i`` (``2`` for the sum), 0 outside ``M``."""
+        m = self.data.samples_per_node if self.reduction == "mean" else 1  # m_i (ragged clients)
+        return self.mask.astype(float) * (2.0 / m)
+
+    @cached_property
     def _quadratic(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``L_i(w) = 1/2 w^T Q_i w - b_i^T w + c_i`` (zero at nodes outside ``M``)."""
         x, y = self.data.features, self.data.labels
-        m = self.data.samples_per_node if self.reduction == "mean" else 1  # m_i (ragged clients)
-        scale = self.mask.astype(float) * (2.0 / m)
+        scale = self._scale
         q = scale[:, None, None] * np.einsum("nmi,nmj->nij", x, x)
         b = scale[:, None] * np.einsum("nmi,nm->ni", x, y)
         c = 0.5 * scale * np.einsum("nm,nm->n", y, y)
@@ -120,17 +125,50 @@ class SquaredErrorLoss:
         """Closed form ``(tau_i Q_i + I)^{-1} (w_hat_i + tau_i b_i)`` for all nodes at once.
 
         With ``Q_i = 2 X_i^T X_i / m`` this is the formula below GTV eq. (38) (``m = 1``
-        for ``reduction="sum"``).  The
-        inverses are computed once per ``tau``.
+        for ``reduction="sum"``).  The inverses are computed once per ``tau``: the ``d x d``
+        matrices ``(tau_i Q_i + I)^{-1}``, or, when the nodes hold fewer samples than
+        features (``m < d``: ``Q_i`` has rank at most ``m``, Table I and Fig. 2 have ``m =
+        10``, ``d = 100``), the ``m x m`` matrices of Woodbury's identity::
+
+            (I + c X^T X)^{-1} v = v - c X^T (I_m + c X X^T)^{-1} X v,   c = tau_i s_i,
+
+        (``Q_i = s_i X_i^T X_i``): an iteration then reads ``n m d`` numbers instead of the
+        ``n d^2`` of the inverses.  The same operator up to floating-point rounding
+        (``tests/unit/gtv/test_losses.py``).
         """
         q, b, _ = self._quadratic
         tau = np.asarray(tau, float)
-        d = q.shape[-1]
+        x = self.data.features
+        n_rows, d = x.shape[1], x.shape[2]
+        if n_rows < d:
+            return self._woodbury_prox(tau, b)
         inv = np.linalg.inv(tau[:, None, None] * q + np.eye(d))
         shift = np.einsum("nij,nj->ni", inv, tau[:, None] * b)
 
         def prox(w_hat: np.ndarray) -> np.ndarray:
             out = np.einsum("nij,nj->ni", inv, w_hat)
+            out += shift
+            return out
+
+        return prox
+
+    def _woodbury_prox(self, tau: np.ndarray, b: np.ndarray) -> ProxOperator:
+        """:meth:`prox_operator` by Woodbury's identity (``m < d``; padding rows of ragged
+        nodes are zero, so they drop out)."""
+        x = self.data.features
+        c = tau * self._scale
+        gram = np.einsum("nmi,nki->nmk", x, x)
+        small = np.linalg.inv(c[:, None, None] * gram + np.eye(x.shape[1]))
+
+        def inverse_times(v: np.ndarray) -> np.ndarray:  # (I + c X^T X)^{-1} v, every node
+            t = np.einsum("nmk,nk->nm", small, np.einsum("nmi,ni->nm", x, v))
+            t *= c[:, None]
+            return v - np.einsum("nmi,nm->ni", x, t)
+
+        shift = inverse_times(tau[:, None] * b)
+
+        def prox(w_hat: np.ndarray) -> np.ndarray:
+            out = inverse_times(w_hat)
             out += shift
             return out
 

@@ -592,3 +592,30 @@ def test_ragged_clients_equal_a_per_node_reference():
     np.testing.assert_allclose(grad + penalty_grad, 0.0, atol=1e-6)
     with pytest.raises(ValueError, match=r"counts must lie in \[1, 8\]; nodes \[1\]"):
         NodeData(data.features, data.labels, np.array([2, 0, 3, 8, 1, 4]))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_prox_with_fewer_samples_than_features_is_the_closed_form(reduction):
+    """With fewer samples than features (m < d, Table I and Fig. 2) the prox goes through
+    Woodbury's identity with m x m systems: it equals the closed form (tau Q + I)^{-1}
+    (w_hat + tau b) solved node by node in d dimensions, on ragged nodes (zero padding)
+    and with unsampled nodes (the identity), and it is the minimiser of (32): the gradient
+    of L_i(v) + ||v - w_hat||^2 / (2 tau) vanishes there."""
+    rng = np.random.default_rng(11)
+    sizes, d = [3, 1, 4, 2, 4], 7
+    xs = [rng.standard_normal((m, d)) for m in sizes]
+    ys = [rng.standard_normal(m) for m in sizes]
+    data = NodeData.from_ragged(xs, ys)
+    assert data.features.shape == (5, 4, 7)
+    mask = np.array([True, True, False, True, True])
+    loss = SquaredErrorLoss(data, mask=mask, reduction=reduction)
+    tau = rng.uniform(0.1, 3.0, 5)
+    w_hat = rng.standard_normal((5, d))
+    got = loss.prox_operator(tau)(w_hat)
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        scale = (2 / len(y) if reduction == "mean" else 2.0) * mask[i]
+        q, b = scale * x.T @ x, scale * x.T @ y
+        expected = np.linalg.solve(tau[i] * q + np.eye(d), w_hat[i] + tau[i] * b)
+        np.testing.assert_allclose(got[i], expected, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(q @ got[i] - b + (got[i] - w_hat[i]) / tau[i], 0.0, atol=1e-12)
+    np.testing.assert_array_equal(got[2], w_hat[2])  # unsampled: L_2 = 0, the prox is the identity
