@@ -115,3 +115,10 @@ def test_job_seconds_sum_the_seeds_of_each_log_s_latest_run(tmp_path):
     assert job_seconds([grouped]) == 4.0
     assert job_seconds([grouped, old, unfinished]) == 7.0
     assert job_seconds([unfinished]) is None
+
+
+def test_a_setting_job_without_seeds_is_an_error_naming_it():
+    from networkedfl.pipeline.runner import run_setting
+
+    with pytest.raises(ValueError, match=r"gtv_fig09_sbm_sampling, setting 'x': no repetition seed"):
+        run_setting({"seed": 0, "experiments": {}}, "gtv_fig09_sbm_sampling", "x", [])
