@@ -124,6 +124,17 @@ def _primal_argument(s, neg_tau, w, out):  # pragma: no cover - compiled
             out[i, k] = s[i, k] * t + w[i, k]
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _extrapolate(w_new, w, extrapolation, v, s):  # pragma: no cover - compiled
+    """The node part of steps 5-8: ``v = 2 w_new - c w``, and ``s = 0`` before the edges add
+    ``D^T out`` to it."""
+    n, d = v.shape
+    for i in range(n):
+        for k in range(d):
+            v[i, k] = 2.0 * w_new[i, k] - extrapolation * w[i, k]
+            s[i, k] = 0.0
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _dual_step(head, tail, u, w_new, w, extrapolation, v, sigma, uniform_sigma, kind, param,
               scipy_difference, out, s):  # pragma: no cover - compiled
@@ -133,12 +144,8 @@ def _dual_step(head, tail, u, w_new, w, extrapolation, v, sigma, uniform_sigma, 
     edges if ``uniform_sigma``; ``param`` is the radius ``r_e`` (``l1``, ``nlasso``) or the
     MOCHA factor per edge; ``out`` may be ``u``.
     """
-    n, d = v.shape
-    for i in range(n):
-        for k in range(d):
-            v[i, k] = 2.0 * w_new[i, k] - extrapolation * w[i, k]
-        for k in range(d):
-            s[i, k] = 0.0
+    d = v.shape[1]
+    _extrapolate(w_new, w, extrapolation, v, s)
     step = sigma[0]
     for e in range(head.shape[0]):
         i = head[e]
@@ -176,12 +183,7 @@ def _dual_step_pairs(head, tail, u, w_new, w, extrapolation, v, sigma, uniform_s
                     out, s):  # pragma: no cover - compiled
     """:func:`_dual_step` for ``d = 2`` (the pairs of the NumPy path), with the two coordinates
     held in registers: about twice as fast as the loops over ``d``."""
-    n = v.shape[0]
-    for i in range(n):
-        v[i, 0] = 2.0 * w_new[i, 0] - extrapolation * w[i, 0]
-        v[i, 1] = 2.0 * w_new[i, 1] - extrapolation * w[i, 1]
-        s[i, 0] = 0.0
-        s[i, 1] = 0.0
+    _extrapolate(w_new, w, extrapolation, v, s)
     step = sigma[0]
     for e in range(head.shape[0]):
         i = head[e]
