@@ -134,7 +134,7 @@ class SquaredErrorLoss:
 
         (``Q_i = s_i X_i^T X_i``): an iteration then reads ``n m d`` numbers instead of the
         ``n d^2`` of the inverses.  The same operator up to floating-point rounding
-        (``tests/unit/gtv/test_losses.py``).
+        (``tests/unit/gtv/test_primal_dual.py``).
         """
         q, b, _ = self._quadratic
         tau = np.asarray(tau, float)
