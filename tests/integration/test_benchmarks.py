@@ -45,7 +45,7 @@ def _fabricated_logs(root: Path) -> None:
          f"2026-11-25 00:00:58,000 {R}: running a, setting local, seed 1",
          "Traceback-free continuation line without a timestamp",
          f"2026-11-25 00:01:02,000 {R}: finished a/local/seed-1: 3 rows in 3.9 s")
-    _log(root / "logs/tuning/a/fedavg/point-0.log",
+    _log(root / "logs/tuning/a/fedavg.log",
          f"2026-11-25 00:02:00,000 {R}: tuned a/fedavg point 0 (lr=0.1): validation loss 1.5 in 7.0 s",
          f"2026-11-25 00:02:00,010 {W}")
     # target b: one run job crossing midnight (span 30 s)
@@ -53,7 +53,7 @@ def _fabricated_logs(root: Path) -> None:
          f"2026-11-24 23:59:45,000 {R}: running b, setting mean, seed 0",
          f"2026-11-25 00:00:15,000 {R}: finished b/mean/seed-0: 2 rows in 29.5 s")
     # target c: one tuning job of 2 s; an empty log and a log in the wrong place are ignored
-    _log(root / "logs/tuning/c/mean/point-0.log",
+    _log(root / "logs/tuning/c/mean.log",
          f"2026-11-25 01:00:00,000 {R}: tuned c/mean point 0 (): validation loss 2 in 2.0 s")
     _log(root / "logs/run/c/empty.log")
     _log(root / "logs/run/stray.log", f"2026-11-25 01:00:00,000 {R}: x in 99 s")

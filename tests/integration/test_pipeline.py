@@ -157,8 +157,9 @@ def test_a_tuned_target_table_holds_its_grid_the_chosen_values_and_the_reference
     assert not (table["metric"] == "validation_loss").any()  # validation stays in the tuning jobs
 
 
-def test_a_tuning_grid_change_reruns_only_that_methods_tuning_point_and_runs(repo, built, tmp_path):
-    """Issue 17: a changed grid reruns only the changed points and what depends on them."""
+def test_a_tuning_grid_change_reruns_only_that_methods_tuning_and_runs(repo, built, tmp_path):
+    """Issue 17: a changed grid reruns only that method's tuning job (which runs only the
+    changed points: tests/unit/pipeline/test_tuning_jobs.py) and what depends on it."""
     import yaml
 
     extra = tmp_path / "grid.yaml"
@@ -166,7 +167,7 @@ def test_a_tuning_grid_change_reruns_only_that_methods_tuning_point_and_runs(rep
         "tuning": {"grid": {"fedavg": {"lr": [0.1, 0.3]}}}}}}))
     target = "gfl_fig10_3_synthetic"
     planned = _planned_jobs(_snakemake(repo, built, "--cores", "1", "--dry-run", target, configfiles=[extra]))
-    assert planned["tune_experiment"] == 1     # point 1 of FedAvg's grid; point 0 is unchanged
+    assert planned["tune_experiment"] == 1     # FedAvg's grid; the other methods' are unchanged
     assert planned["run_experiment"] == 1      # FedAvg's one repetition; other methods untouched
     assert planned["collect_table"] == 1
 
@@ -301,11 +302,11 @@ def test_a_job_rerun_in_process_gives_byte_identical_records(built, test_config,
     again outside Snakemake, writes exactly the bytes the pipeline wrote; its records are
     tidy, seed after seed."""
     from networkedfl.io import Paths, write_csv
-    from networkedfl.pipeline.runner import job_settings, run_setting, seeds, tuning_jobs
+    from networkedfl.pipeline.runner import job_settings, run_setting, seeds, tuning_settings
 
     setting = job_settings(test_config, target)[0]
-    tuning = [pd.read_csv(built / Paths().tuning(target, s, k))
-              for s, k in tuning_jobs(test_config, target) if s == setting] or None
+    tuning = ([pd.read_csv(built / Paths().tuning(target, setting))]
+              if setting in tuning_settings(test_config, target) else None)
     seed_list = seeds(test_config, target)
     table = run_setting(test_config, target, setting, seed_list, inputs_for(target, setting=setting), tuning)
     assert {"metric", "value", "seed"} <= set(table.columns) and len(table) > 0

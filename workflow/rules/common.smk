@@ -21,7 +21,7 @@ from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mn
 from networkedfl.pipeline.config import read_yaml, type_command_line_values, validate_config
 from networkedfl.io import Paths
 from networkedfl.pipeline.environment import put_interpreter_on_path, put_package_on_pythonpath
-from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_jobs, tuning_spec
+from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_settings, tuning_specs
 from networkedfl.pipeline.provenance import SUFFIX as PROVENANCE
 from networkedfl.pipeline.provenance import code_hash, module_closure, notebook_modules, target_modules
 
@@ -64,6 +64,11 @@ validate_config(config, workflow.source_path("../schemas/config.schema.yaml"), c
 put_interpreter_on_path()
 
 PATHS = Paths()
+#: Priority of the jobs that many others wait on (downloads, the MNIST graph stages):
+#: Snakemake starts ready jobs of higher priority first (default 0).
+EARLY = 50
+#: Priority of the tuning jobs (below EARLY, above the run jobs' 0).
+TUNING_PRIORITY = 10
 NOTEBOOKS = Path(workflow.basedir) / "notebooks"
 #: The jobs' environment with --use-conda: third-party dependencies only (the package comes
 #: from src/, see above); environment.yml is the one to work in by hand.
@@ -95,7 +100,6 @@ def _alternation(names):
 wildcard_constraints:
     target=_alternation(TARGETS),
     setting=r"[A-Za-z0-9_.\-]+",
-    point=r"\d+",
 
 
 def experiment_params(wildcards):
@@ -123,7 +127,7 @@ def dataset_files(name):
 
 def tuning_files(target, setting=None):
     """The tuning jobs' outputs of a target (of one setting when given)."""
-    return [PATHS.tuning(target, s, k) for s, k in tuning_jobs(config, target) if setting in (None, s)]
+    return [PATHS.tuning(target, s) for s in tuning_settings(config, target) if setting in (None, s)]
 
 
 def experiment_inputs(wildcards):
@@ -139,9 +143,10 @@ def tuning_inputs(wildcards):
     return job_inputs(config, wildcards.target, wildcards.setting)
 
 
-def tuning_job_spec(wildcards):
-    """What one tuning job depends on: a change of anything else does not rerun it."""
-    return tuning_spec(config, wildcards.target, wildcards.setting, int(wildcards.point))
+def tuning_job_specs(wildcards):
+    """What one tuning job depends on (every point of its method's grid): a change of
+    anything else does not rerun it."""
+    return tuning_specs(config, wildcards.target, wildcards.setting)
 
 
 def raw_tables(wildcards):
@@ -201,7 +206,7 @@ def gallery_ablations():
 
 def gallery_tuned():
     """The selected figure targets with a tuning grid: the gallery lists their tuning."""
-    return [t for t in gallery_targets() if tuning_jobs(config, t)]
+    return [t for t in gallery_targets() if tuning_settings(config, t)]
 
 
 def all_outputs():

@@ -21,6 +21,7 @@ rule download_file:
         dataset=_alternation(sorted(DATASETS)),
         filename=_alternation(sorted({re.escape(f) for d in DATASETS.values() for f in d.files})),
     localrule: True
+    priority: EARLY
     script:
         "../scripts/download_dataset.py"
 

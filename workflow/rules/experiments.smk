@@ -2,8 +2,9 @@
 # seed (one process per setting, not per seed: a job's start-up is paid once; the seeds are
 # part of the setting's parameters, so an edit reruns the same jobs as before); the records
 # of a target are collected into its table, on which the paper's claims are evaluated.  A target
-# with a tuning grid first runs one job per (setting, grid point) on a validation split; the
-# setting's jobs read them and use the chosen point (networkedfl.experiments.tuning).
+# with a tuning grid first runs one job per tuned setting, every grid point on a validation
+# split (points unchanged since the job's last good table are taken from it); the setting's
+# jobs read it and use the chosen point (networkedfl.experiments.tuning).
 
 
 rule tune_experiment:
@@ -13,13 +14,15 @@ rule tune_experiment:
         PATHS.tuning(),
         provenance=PATHS.tuning() + PROVENANCE,
     log:
-        PATHS.log("tuning", "{target}/{setting}/point-{point}"),
+        PATHS.log("tuning", "{target}/{setting}"),
     conda:
         CONDA_ENV
     params:
-        spec=tuning_job_spec,
+        specs=tuning_job_specs,
         base_seed=config["seed"],
         code=code_version,
+    # before the run jobs: the longest jobs (a method's whole grid), and its runs wait on it
+    priority: TUNING_PRIORITY
     resources:
         mem_mb=2000,
     script:

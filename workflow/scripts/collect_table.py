@@ -14,9 +14,8 @@ from networkedfl.pipeline.runner import collect_tables, tuning_table  # noqa: E4
 log = _logging.setup(snakemake.log[0])  # noqa: F821
 target = snakemake.wildcards.target  # noqa: F821
 tables = [pd.read_csv(path) for path in snakemake.input.raw]  # noqa: F821
-by_setting = {}  # tuning results/<target>/<setting>/point-<k>.csv, by setting
-for path in snakemake.input.tuning:  # noqa: F821
-    by_setting.setdefault(Path(path).parent.name, []).append(pd.read_csv(path))
+# tuning results/tuning/<target>/<setting>.csv (every grid point), by setting
+by_setting = {Path(path).stem: [pd.read_csv(path)] for path in snakemake.input.tuning}  # noqa: F821
 config = {"experiments": {target: snakemake.params.experiment}}  # noqa: F821
 tuning = tuning_table(config, target, by_setting)
 table = collect_tables(tables + ([tuning] if tuning is not None else []))

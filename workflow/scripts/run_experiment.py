@@ -25,7 +25,7 @@ if snakemake.threads > 1:  # noqa: F821  (the cores Snakemake gave the job: a ta
 config = {"seed": snakemake.params.base_seed, "experiments": {wildcards.target: experiment}}  # noqa: F821
 inputs = {name: value if isinstance(value, str) else list(value)
           for name, value in snakemake.input.items()}  # noqa: F821
-# the method's tuning results (one file per grid point) choose its values; not a data input
+# the method's tuning results (one file, every grid point) choose its values; not a data input
 tuning = [pd.read_csv(path) for path in inputs.pop("tuning", [])] or None
 seed_list = [int(s) for s in snakemake.params.seeds]  # noqa: F821
 write_job_table(snakemake.output[0],  # noqa: F821

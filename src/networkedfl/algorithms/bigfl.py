@@ -469,6 +469,7 @@ def bigfl(
     inverse: Inverse = "neumann",
     embedding: None | Tensor | ColumnProjection | Callable[[Tensor], Tensor] = None,
     mask: Any = None,
+    diagnostics: bool = True,
     **overrides: Any,
 ) -> BiGFLResult:
     """BiG-FL (the chapter, Algorithm 4, eqs. (10.12)-(10.20)).
@@ -502,6 +503,10 @@ def bigfl(
         :class:`ColumnProjection` or linear callable; ``phi`` is ``d x d``.
     mask
         Optional ``(n, P)`` 0/1 mask of trainable coordinates per client.
+    diagnostics
+        Record the UL diagnostics every round (three float64 evaluations of (10.14), two
+        over every non-neighbour); ``False`` leaves them out of the history and changes
+        nothing else (the tuning runs, which read only the final validation loss).
 
     Returns
     -------
@@ -555,11 +560,11 @@ def bigfl(
         )
         phi_old, phi = phi, phi - step_size(lr_upper, r - 1) * hyper
         eye = torch.eye(d, dtype=dtype, device=device)
-        diagnostics = _diagnostics(phi_old, phi, emb(theta), prop, neighbours, negatives,
-                                   everything, lam_upper)
+        checks = _diagnostics(phi_old, phi, emb(theta), prop, neighbours, negatives, everything,
+                              lam_upper) if diagnostics else {}
         run.record_exchange(
             r, theta, theta, run.own, download="embeddings+phi", floats_down=n * (d + d * d + 1),
-            extra={"upper_loss": float(f_value), **diagnostics,
+            extra={"upper_loss": float(f_value), **checks,
                    "hypergradient_norm": float(torch.linalg.norm(hyper)),
                    "phi_distance": float(torch.linalg.norm(phi - eye)), "step": t},
         )

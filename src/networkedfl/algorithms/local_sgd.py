@@ -8,7 +8,8 @@ the lecture's "FedAvg with local SGD", lines 10-18)::
         for each batch b:  w <- w - eta * grad F_k(w; b)
 
 run for every client simultaneously: the parameters of all clients are the rows of one
-``(n, P)`` matrix and each step is a single ``vmap(grad(...))`` call.  The Python loops
+``(n, P)`` matrix and each step is a single :func:`~networkedfl.nn.batch_gradients` call
+(``vmap(grad(...))``, or the model's closed form where it has one).  The Python loops
 run over epochs and mini-batch steps only, never over clients.
 """
 
@@ -19,7 +20,6 @@ from collections.abc import Callable, Iterator
 
 import torch
 from torch import Tensor
-from torch.func import grad, vmap
 
 from ..nn import (
     BatchSource,
@@ -27,6 +27,7 @@ from ..nn import (
     FlatModel,
     GeneratorLike,
     StepSize,
+    batch_gradients,
     make_generator,
     sgd_step,
     step_size,
@@ -112,7 +113,8 @@ def local_sgd(
     across clients; a client whose block at a step contains only padding has zero
     gradient there (its model does not move), so the result is exactly that of running
     each client alone.  The gradient of one step is one call of
-    ``vmap(grad(F))`` over ``(n, B, ...)`` gathered batches.
+    :func:`~networkedfl.nn.batch_gradients` (``vmap(grad(F))``, or the model's closed form)
+    over ``(n, B, ...)`` gathered batches.
     """
     if isinstance(epochs, bool) or int(epochs) != epochs or epochs < 0:
         raise ValueError(f"epochs must be a non-negative integer, got {epochs!r}")
@@ -125,7 +127,7 @@ def local_sgd(
         raise ValueError(
             f"params must be ({n}, {model.n_params}) for {n} clients, got {tuple(params.shape)}"
         )
-    step_grad = vmap(grad(model.loss))
+    step_grad = batch_gradients(model)
     x, y, w = data.features, data.targets, data.sample_weights
     params = params.clone()
     largest = int(data.counts.max()) if n else 0

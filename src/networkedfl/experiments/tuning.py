@@ -24,8 +24,10 @@ The protocol, the same for every method of the target:
    diverged the target stops with an error naming the method;
 4. the target's runs use the chosen values, on the full training data.
 
-Each grid point is one pipeline job (:func:`point_spec`, :func:`evaluate_point`), cached like the others; a
-changed grid reruns only the changed points and the runs that read them.  The target's
+The points of one method are one pipeline job (:func:`point_spec` and :func:`evaluate_point`
+for each, :func:`networkedfl.pipeline.runner.run_tuning_setting`), cached like the others; a
+changed grid reruns that job, which takes the unchanged points from its last results and
+runs only the changed ones, and the runs that read it.  The target's
 table gets rows whose ``metric`` starts with ``tuning_`` (:func:`tuning_rows`):
 ``tuning_validation_loss`` for every point (``tuning_values`` names the point) and
 ``tuning_chosen`` for every tuned parameter (``tuning_param``, its chosen value).

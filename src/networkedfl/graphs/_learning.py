@@ -100,8 +100,8 @@ def tsne_embedding(
     seed
         Seed of openTSNE (nearest-neighbour index and optimisation): an ``int`` is passed
         on as it is, a numpy ``Generator`` gives one integer draw
-        (:func:`networkedfl.seeding.int_seed`); the same seed and ``n_jobs`` give the same
-        embedding.
+        (:func:`networkedfl.seeding.int_seed`); the same seed gives the same embedding,
+        also with another ``n_jobs`` (tests/unit/graphs/test_graph_learning.py).
     n_components
         Embedding dimension (2 in the GTV paper).
     perplexity, early_exaggeration_iter, n_iter

@@ -35,9 +35,9 @@ class Paths:
         """The records of one setting's job: every repetition seed, in order (``seed`` column)."""
         return str(self.results / "raw" / target / f"{setting}.csv")
 
-    def tuning(self, target: str = "{target}", setting: str = "{setting}", point: str | int = "{point}") -> str:
-        """One grid point of a method's tuning (see :mod:`networkedfl.experiments.tuning`)."""
-        return str(self.results / "tuning" / target / setting / f"point-{point}.csv")
+    def tuning(self, target: str = "{target}", setting: str = "{setting}") -> str:
+        """Every grid point of one method's tuning (see :mod:`networkedfl.experiments.tuning`)."""
+        return str(self.results / "tuning" / target / f"{setting}.csv")
 
     def table(self, target: str = "{target}") -> str:
         return str(self.results / "tables" / f"{target}.csv")

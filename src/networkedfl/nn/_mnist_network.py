@@ -142,15 +142,18 @@ class TwoLayerNetwork:
         out = torch.einsum("rnmh,rnch->rnmc", hidden, w2) + b2[:, :, None, :]
         return out[0] if params.ndim == 2 else out
 
-    def node_losses(self, params: Tensor, features: Tensor, labels: Tensor) -> Tensor:
-        """Mean cross-entropy of every node on its samples: ``(n,)`` or ``(R, n)``."""
+    def node_losses(self, params: Tensor, features: Tensor, labels: Tensor,
+                    weights: Tensor | None = None) -> Tensor:
+        """Mean cross-entropy of every node on its samples: ``(n,)`` or ``(R, n)``
+        (``weights``: the weighted mean, as in :meth:`losses_and_gradients`)."""
         logits = self.logits(params, features)
         log_probs = torch.log_softmax(logits, dim=-1)
         idx = labels.long().expand(*logits.shape[:-1]).unsqueeze(-1)
-        return -torch.gather(log_probs, -1, idx).squeeze(-1).mean(dim=-1)
+        losses = -torch.gather(log_probs, -1, idx).squeeze(-1)
+        return losses.mean(dim=-1) if weights is None else (losses * _shares(weights.to(losses.dtype))).sum(dim=-1)
 
     def losses_and_gradients(
-        self, params: Tensor, features: Tensor, labels: Tensor
+        self, params: Tensor, features: Tensor, labels: Tensor, weights: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
         """Mean cross-entropy of every node and its gradient, by hand (no autograd).
 
@@ -162,13 +165,18 @@ class TwoLayerNetwork:
             ``(n, m, F)`` the nodes' samples.
         labels
             ``(n, m)`` class labels.
+        weights
+            Optional ``(n, m)`` sample weights ``a_j``: the loss is then the weighted mean
+            ``sum_j a_j f_j / sum_j a_j`` of :meth:`~networkedfl.nn.FlatModel.loss` (0, with
+            gradient 0, for a node whose weights are all zero); ``None``: the plain mean.
 
         Returns
         -------
         tuple[Tensor, Tensor]
             Losses ``(R, n)`` and gradients ``(R, n, P)``: with ``p = softmax(z)`` and
-            ``dz = (p - onehot(y)) / m``, ``dW2 = dz^T a``, ``db2 = sum dz``,
-            ``dpre = (dz W2) * [pre > 0]``, ``dW1 = dpre^T x``, ``db1 = sum dpre``.
+            ``dz = (p - onehot(y)) c`` (``c_j = 1 / m``, or ``a_j / sum a``), ``dW2 = dz^T a``,
+            ``db2 = sum dz``, ``dpre = (dz W2) * [pre > 0]``, ``dW1 = dpre^T x``,
+            ``db1 = sum dpre``.
         """
         p = self._check(params, features)
         r, n = p.shape[:2]
@@ -180,10 +188,15 @@ class TwoLayerNetwork:
         z = torch.einsum("rnmh,rnch->rnmc", hidden, w2) + b2[:, :, None, :]
         log_probs = torch.log_softmax(z, dim=-1)
         y = labels.long().expand(r, n, m).unsqueeze(-1)
-        losses = -torch.gather(log_probs, -1, y).squeeze(-1).mean(dim=-1)
         dz = torch.exp(log_probs)
         dz.scatter_add_(-1, y, torch.full_like(y, -1, dtype=dz.dtype))
-        dz /= m
+        if weights is None:
+            losses = -torch.gather(log_probs, -1, y).squeeze(-1).mean(dim=-1)
+            dz /= m
+        else:
+            share = _shares(weights.to(p.dtype))
+            losses = -(torch.gather(log_probs, -1, y).squeeze(-1) * share).sum(dim=-1)
+            dz *= share[..., None]
         dw2 = torch.einsum("rnmc,rnmh->rnch", dz, hidden)
         dpre = torch.einsum("rnmc,rnch->rnmh", dz, w2) * (pre > 0)
         # (n, R*h, m) @ (n, m, F): one batched product over the nodes
@@ -225,8 +238,35 @@ class TwoLayerNetwork:
         def init_fn(generator, dtype, device) -> Tensor:
             return start.to(dtype=dtype, device=device)
 
+        # Every node's loss and gradient by :meth:`node_losses` and
+        # :meth:`losses_and_gradients`: one batched product over the nodes in the fast
+        # layout (vmap of ``forward`` reads the features in a layout several times slower).
+        # None (the generic path) for other shapes and for params that autograd or a
+        # torch.func transform differentiates.
+        def applies(params: Tensor, features: Tensor, labels: Tensor) -> bool:
+            return (params.ndim == 2 and not params.requires_grad and features.ndim == 3
+                    and features.shape[0] == params.shape[0] and features.shape[-1] == net.n_features
+                    and tuple(labels.shape) == tuple(features.shape[:2]))
+
+        def batch_gradient(params: Tensor, features: Tensor, labels: Tensor,
+                           weights: Tensor | None) -> Tensor | None:
+            if not applies(params, features, labels):
+                return None
+            return net.losses_and_gradients(params, features, labels, weights)[1][0]
+
+        def batch_loss(params: Tensor, features: Tensor, labels: Tensor,
+                       weights: Tensor | None) -> Tensor | None:
+            return net.node_losses(params, features, labels, weights) if applies(params, features, labels) else None
+
         name = f"two_layer(F={self.n_features}, h={self.n_hidden}, c={self.n_classes})"
-        return FlatModel(self.n_params, forward, cross_entropy, init_fn, name)
+        return FlatModel(self.n_params, forward, cross_entropy, init_fn, name,
+                         batch_gradient=batch_gradient, batch_loss=batch_loss)
+
+
+def _shares(weights: Tensor) -> Tensor:
+    """``a_j / sum_j a_j`` over the last axis (0 for a node whose weights are all zero)."""
+    total = weights.sum(dim=-1, keepdim=True)
+    return weights / torch.where(total > 0, total, torch.ones_like(total))
 
 
 def accuracy(logits: Tensor, labels: Tensor) -> Tensor:

@@ -184,6 +184,11 @@ class FlatModel:
         targets, weights)`` returns ``v (n, P) -> (n, P)``, every client's Hessian of its
         loss at its ``params`` row times its row of ``v`` (or ``None`` where it does not
         apply).  Used by :func:`~networkedfl.nn.batch_hessian_products`.
+    batch_loss
+        Optional closed-form losses of the clients: ``batch_loss(params (n, P), features,
+        targets, weights) -> (n,)``, the same values as ``vmap(loss)`` up to floating-point
+        rounding, or ``None`` where it does not apply.  Used by :func:`client_losses` and
+        :func:`losses_of_models`.
     """
 
     n_params: int
@@ -193,6 +198,7 @@ class FlatModel:
     name: str
     batch_gradient: Callable[..., Tensor | None] | None = None
     batch_hessian: Callable[..., Callable[[Tensor], Tensor] | None] | None = None
+    batch_loss: Callable[..., Tensor | None] | None = None
 
     def initial_params(
         self,
@@ -623,7 +629,9 @@ def client_losses(
         ``(n, m, ...)``, ``(n, m)`` and ``(n, m)`` (``None``: all samples weigh 1).
         Floating inputs are cast to the dtype of ``params``.
     """
-    return vmap(model.loss)(*_batched_inputs(params, features, targets, weights))
+    inputs = _batched_inputs(params, features, targets, weights)
+    own = None if model.batch_loss is None else model.batch_loss(*inputs)
+    return vmap(model.loss)(*inputs) if own is None else own
 
 
 def client_gradients(
@@ -658,5 +666,10 @@ def losses_of_models(
         raise ValueError(f"models must be (k, P), got {tuple(models.shape)}")
     w = _default_weights(targets, weights, models.dtype)
     features, targets = _match_dtype(features, targets, models.dtype)
+    if model.batch_loss is not None:  # the model's closed form, one call per model
+        n = features.shape[0]
+        columns = [model.batch_loss(theta.expand(n, -1), features, targets, w) for theta in models]
+        if all(c is not None for c in columns):
+            return torch.stack(columns, dim=1)
     over_models = vmap(model.loss, in_dims=(0, None, None, None))
     return vmap(over_models, in_dims=(None, 0, 0, 0))(models, features, targets, w)

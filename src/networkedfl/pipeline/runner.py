@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -40,9 +42,12 @@ __all__ = [
     "run_job",
     "run_setting",
     "run_tuning_job",
+    "run_tuning_setting",
     "seeds",
     "tuning_jobs",
+    "tuning_settings",
     "tuning_spec",
+    "tuning_specs",
     "tuning_table",
 ]
 
@@ -110,7 +115,8 @@ def job_params(config: Mapping[str, Any], target: str, setting: str) -> dict[str
 
 
 def tuning_jobs(config: Mapping[str, Any], target: str) -> list[tuple[str, int]]:
-    """``(setting, point)`` of every tuning job of ``target`` (none without a tuning grid)."""
+    """``(setting, point)`` of every grid point ``target`` tunes (none without a tuning
+    grid); the pipeline runs the points of one setting in one job (:func:`tuning_settings`)."""
     params = config["experiments"][target]
     jobs = []
     for setting in job_settings(config, target):
@@ -127,6 +133,85 @@ def tuning_spec(config: Mapping[str, Any], target: str, setting: str, point: int
         raise ValueError(f"{target} has no setting {setting!r}; settings: {job_settings(config, target)}")
     variant, own = split_setting(params, setting)
     return {**point_spec(variant_params(params, variant), own, int(point)), "variant": variant, "setting": own}
+
+
+def tuning_settings(config: Mapping[str, Any], target: str) -> list[str]:
+    """The settings of ``target`` whose method is tuned: one tuning job each."""
+    return list(dict.fromkeys(s for s, _ in tuning_jobs(config, target)))
+
+
+def tuning_specs(config: Mapping[str, Any], target: str, setting: str) -> list[dict[str, Any]]:
+    """The :func:`tuning_spec` of every point of ``setting``'s grid, in grid order: what its
+    tuning job depends on (editing another method's grid changes none of them)."""
+    return [tuning_spec(config, target, setting, k) for s, k in tuning_jobs(config, target) if s == setting]
+
+
+#: Column of a tuning job's file: the key of the run that gave the row (:func:`point_key`).
+POINT_KEY = "tuning_key"
+
+
+def input_digests(inputs: Mapping[str, str | list[str]] | None) -> dict[str, list[str]]:
+    """SHA-256 of every input file's bytes, by input name (in the order given)."""
+    digests: dict[str, list[str]] = {}
+    for name, value in sorted((inputs or {}).items()):
+        digests[name] = []
+        for path in [value] if isinstance(value, str) else list(value):
+            h = hashlib.sha256()
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            digests[name].append(h.hexdigest())
+    return digests
+
+
+def point_key(spec: Mapping[str, Any], base_seed: int, code: str, digests: Mapping[str, Any]) -> str:
+    """What one grid point's run depends on, hashed: its :func:`tuning_spec` without the
+    point's position (a point keeps its key when values are inserted before it), the base
+    seed, the code hash of the target's modules and the input files' digests."""
+    identity = {"spec": {k: v for k, v in spec.items() if k != "point"}, "base_seed": int(base_seed),
+                "code": code, "inputs": digests}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def run_tuning_setting(target: str, specs: Sequence[Mapping[str, Any]], base_seed: int,
+                       inputs: Mapping[str, str | list[str]] | None = None, *, code: str = "",
+                       previous: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every grid point of one method's tuning (its :func:`tuning_specs`), one process.
+
+    ``previous``: the job's last good table; a point whose :func:`point_key` it holds is
+    taken from it (its ``tuning_point`` renumbered) instead of run again, so an edited grid
+    runs only its new or changed points.  Each point's rows are taken as their CSV text
+    reads back, so a reused point and a computed one are the same bytes in the file.
+    Rows: those of :func:`run_tuning_job` and the point's key (:data:`POINT_KEY`).
+    """
+    digests = input_digests(inputs)
+    known: dict[str, pd.DataFrame] = {}
+    if previous is not None and POINT_KEY in previous:
+        known = {str(key): rows for key, rows in previous.groupby(POINT_KEY, sort=False)}
+    frames, reused = [], 0
+    for spec in specs:
+        key = point_key(spec, base_seed, code, digests)
+        if key in known:
+            rows = known[key].assign(tuning_point=int(spec["point"]))
+            log.info("reused %s/%s point %s (%s): unchanged since its last run", target, spec["setting"],
+                     spec["point"], spec["label"])
+            reused += 1
+        else:
+            rows = run_tuning_job(target, spec, base_seed, inputs).assign(**{POINT_KEY: key})
+        text = rows.to_csv(index=False, float_format="%.17g")
+        frames.append(pd.read_csv(io.StringIO(text)))
+    log.info("tuning of %s: %d points run, %d reused", target, len(specs) - reused, reused)
+    return pd.concat(frames, ignore_index=True)
+
+
+def read_previous_tuning(path: str | Path) -> pd.DataFrame | None:
+    """A tuning job's last good table (None if there is none or it cannot be read: every
+    point is then run again)."""
+    try:
+        return pd.read_csv(path) if Path(path).is_file() else None
+    except (OSError, ValueError) as err:
+        log.warning("ignoring the last tuning results at %s (%s): every point runs again", path, err)
+        return None
 
 
 def run_tuning_job(target: str, spec: Mapping[str, Any], base_seed: int,

@@ -261,6 +261,14 @@ def test_bigfl_history_diagnostics_isolate_the_upper_level_step():
         float(upper_loss(eye, last, prob.prop, prob.neighbours, *everything, LAM_UPPER)), rel=1e-13)
     # one sampled non-neighbour of two: the recorded loss carries sampling noise the full one has not
     assert not np.allclose(h["upper_loss"], h["upper_loss_full"], rtol=0, atol=1e-6)
+    # without the diagnostics (tuning runs): the same run, only those three entries missing
+    plain = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr_lower=0.1,
+                  lr_upper=alpha, batch_size=4, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
+                  n_negatives=1, neumann_scale=0.0, init=init, seed=0, diagnostics=False)
+    assert torch.equal(plain.client_params, res.client_params) and torch.equal(plain.phi, res.phi)
+    checks = {"upper_step_decrease", "upper_loss_full", "upper_loss_identity"}
+    for with_, without in zip(res.history, plain.history, strict=True):
+        assert not checks & set(without) and {k: v for k, v in with_.items() if k not in checks} == without
 
 
 def test_column_projection_is_the_zero_padded_matrix():

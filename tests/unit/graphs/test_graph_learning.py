@@ -113,3 +113,15 @@ def test_tsne_and_learnt_graph_separate_two_clusters_reproducibly():
     assert set(a.seconds) == {"tsne", "kl", "knn"}
     other = tsne_embedding(features, seed=5, **tsne)
     assert not np.array_equal(other, a.embedding)
+
+
+@pytest.mark.parametrize("method", ["fft", "bh"])
+def test_tsne_embedding_does_not_depend_on_the_thread_count(method):
+    """The MNIST graph stages run on one core (workflow/rules/cache.smk): their embedding is
+    the one that two threads give, bit for bit, with both of openTSNE's gradient methods."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0, 1, (300, 20)), rng.normal(3, 1, (300, 20))])
+    kw = {"seed": 1, "n_iter": 60, "early_exaggeration_iter": 30, "pca_components": None,
+          "negative_gradient_method": method}
+    one, two = tsne_embedding(x, n_jobs=1, **kw), tsne_embedding(x, n_jobs=2, **kw)
+    assert np.array_equal(one, two) and np.isfinite(one).all() and one.std() > 0

@@ -1,5 +1,7 @@
 """The network (40), its inexact proximal step, per-block nLasso, and Alg. 1 with them."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -47,6 +49,56 @@ def test_hand_written_gradient_equals_autograd():
     value, manual = NET.losses_and_gradients(params.detach(), x, y)
     assert torch.allclose(value, loss.detach()) and torch.allclose(manual, auto, atol=1e-12)
     assert accuracy(NET.logits(params.detach(), x), y).shape == (2, 3)
+
+
+def test_flat_models_closed_forms_equal_vmap_of_autograd_with_sample_weights():
+    """The baselines' closed forms (FlatModel.batch_gradient/batch_loss of the network):
+    weighted means equal vmap(grad(loss)) and vmap(loss), a node with zero weights has loss
+    and gradient 0, and losses_of_models / local_sgd take them."""
+    from torch.func import grad, vmap
+
+    from networkedfl.algorithms.local_sgd import local_sgd
+    from networkedfl.nn import ClientData, batch_gradients, client_losses, losses_of_models
+
+    x, y = _data(n=4, m=25)
+    w = torch.rand(4, 25, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    w[1] = 0.0                      # a node without samples (a padded mini-batch)
+    w[2, :10] = 0.0                 # padding rows of a smaller node
+    params = torch.randn(4, NET.n_params, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    model = NET.flat_model()
+    generic_grad = vmap(grad(model.loss))(params, x, y, w)
+    closed_grad = model.batch_gradient(params, x, y, w)
+    assert closed_grad is not None and torch.allclose(closed_grad, generic_grad, atol=1e-13, rtol=1e-12)
+    assert torch.equal(batch_gradients(model)(params, x, y, w), closed_grad)
+    assert torch.count_nonzero(closed_grad[1]) == 0
+    generic_loss = vmap(model.loss)(params, x, y, w)
+    closed_loss = model.batch_loss(params, x, y, w)
+    assert closed_loss is not None and torch.allclose(closed_loss, generic_loss, atol=0, rtol=1e-13)
+    assert float(closed_loss[1]) == 0.0
+    assert torch.allclose(client_losses(model, params, x, y, w), generic_loss, rtol=1e-13, atol=0)
+    # IFCA's (n, k) table: once per model through the closed form
+    models = torch.randn(3, NET.n_params, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    table = losses_of_models(model, models, x, y, w)
+    reference = vmap(vmap(model.loss, in_dims=(0, None, None, None)), in_dims=(None, 0, 0, 0))(models, x, y, w)
+    assert table.shape == (4, 3) and torch.allclose(table, reference, rtol=1e-13, atol=0)
+    # autograd-tracked params and other layouts go the generic way
+    assert model.batch_gradient(params.clone().requires_grad_(), x, y, w) is None
+    assert model.batch_loss(params, x[:, :, :5], y, w) is None
+    # full-batch local training takes the closed form: the same steps as vmap(grad)
+    data = ClientData(x, y, w)
+    calls = []
+
+    def spy(*args):
+        calls.append(1)
+        return model.batch_gradient(*args)
+
+    trained = local_sgd(dataclasses.replace(model, batch_gradient=spy), params, data, epochs=3,
+                        batch_size=None, lr=0.5)
+    assert len(calls) == 3
+    expected = params.clone()
+    for _ in range(3):
+        expected = expected - 0.5 * vmap(grad(model.loss))(expected, x, y, w)
+    assert torch.allclose(trained, expected, atol=1e-12)
 
 
 def test_layout_blocks_and_initialisation():

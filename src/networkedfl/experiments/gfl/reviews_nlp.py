@@ -405,6 +405,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
                        lam=float(spec["lam"]), kappa=float(spec["kappa"]),
                        lam_upper=float(spec["lam_upper"]), n_negatives=int(spec["n_negatives"]),
                        neumann_terms=int(spec["neumann_terms"]), embedding=projection, init=init,
+                       diagnostics=params.get("validation_fraction") is None,  # not read in tuning
                        **common)
     for row in result.history:
         for metric in DIAGNOSTICS:

@@ -443,6 +443,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
                        lam=float(bs["lam"]), kappa=float(bs["kappa"]),
                        lam_upper=float(bs.get("lam_upper", bs["lam"])),
                        n_negatives=int(bs["n_negatives"]), neumann_terms=int(bs["neumann_terms"]),
+                       diagnostics=params.get("validation_fraction") is None,  # not read in tuning
                        **common)
     else:
         raise ValueError(f"{experiment_id} has no method {setting!r}")
