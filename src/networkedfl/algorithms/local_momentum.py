@@ -8,7 +8,8 @@ PyTorch's ``torch.optim.SGD(lr, momentum)`` (dampening 0, no Nesterov)::
     b <- momentum * b + g   (later steps)
     w <- w - lr * b
 
-for every client at once (one ``vmap(grad(...))`` call per step).  Each epoch visits every
+for every client at once (one :func:`~networkedfl.nn.batch_gradients` call per step:
+``vmap(grad(...))`` or the model's closed form).  Each epoch visits every
 client's samples once in a fresh random order, in batches of ``batch_size``; a client's
 last batch may be smaller, and a client with fewer samples than the largest skips the
 steps that reach beyond its data.  With ``momentum = 0`` this equals
@@ -19,10 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from torch.func import grad, vmap
-
 from .._validation import check_int
-from ..nn import ClientData, FlatModel, heavy_ball_step
+from ..nn import ClientData, FlatModel, batch_gradients, heavy_ball_step
 from .contract import FederatedResult, TrainingOptions, start_run
 from .local_sgd import epoch_batches
 
@@ -57,7 +56,7 @@ def local_momentum_sgd(model: FlatModel, data: ClientData, options: TrainingOpti
     opts = run.options
     batch_size = check_int(opts.batch_size, "batch_size", minimum=1)
     params = run.initial_rows(run.n_clients, "client")
-    step_grad = vmap(grad(model.loss))
+    step_grad = batch_gradients(model)
     buf = None
     for e in range(1, opts.local_epochs + 1):
         for xb, yb, wb in epoch_batches(run.data, batch_size, run.seed):

@@ -17,7 +17,8 @@ every client sets ``w_i = w^t`` and repeats ``R`` times (its "local rounds")
 
 then the server averages the returned ``w_i`` of the selected clients (weighted by their
 sample counts) and moves ``w^{t+1} = (1 - beta) w^t + beta * average``.  The personalised
-models ``theta_i`` are the ones evaluated.  The steps are single ``vmap(grad(...))`` calls
+models ``theta_i`` are the ones evaluated.  The steps are single
+:func:`~networkedfl.nn.batch_gradients` calls (``vmap(grad(...))`` or the model's closed form)
 over all clients; the Python loops run over rounds, local rounds and inner steps.
 
 Defaults of the authors' repository (``CharlieDinh/pFedMe``, README, MNIST): batch 20,
@@ -30,10 +31,9 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.func import grad, vmap
 
 from .._validation import check_int
-from ..nn import ClientData, FlatModel, sgd_step
+from ..nn import ClientData, FlatModel, batch_gradients, sgd_step
 from .aggregate import sample_clients
 from .contract import FederatedResult, TrainingOptions, start_run
 from .local_sgd import epoch_order
@@ -58,7 +58,7 @@ def personalised_steps(
     This is the inner solver of pFedMe (its eq. (7)); with a convex quadratic ``f_i`` and
     enough steps it converges to the exact proximal point.
     """
-    step_grad = vmap(grad(model.loss))
+    step_grad = batch_gradients(model)
     for _ in range(int(steps)):
         theta = sgd_step(theta, step_grad(theta, features, targets, weights) + lam * (theta - anchor), lr)
     return theta

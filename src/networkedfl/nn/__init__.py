@@ -21,6 +21,7 @@ from ._client_batches import (
     inverse_sqrt,
     step_size,
 )
+from ._dense import DenseDerivatives
 from ._mnist_network import TwoLayerNetwork, accuracy
 from ._models import (
     DEFAULT_DTYPE,
@@ -73,6 +74,7 @@ __all__ = [
     "ClientBatches",
     "ClientData",
     "cross_entropy",
+    "DenseDerivatives",
     "FlatModel",
     "freeze",
     "heavy_ball_step",

@@ -85,10 +85,12 @@ def mlp(sizes: Sequence[int], *, activation: str, bias: bool, loss: str, name: s
     generator.  ``loss``: ``"squared"`` (mean over outputs of the squared error, the MSE)
     or ``"half_squared_norm"`` (``(1/2) ||y - y_hat||^2`` summed over outputs, the data
     term of the chapter's eq. (10.17)).  A single output is returned as shape ``(m,)``.
+    The model's batched gradients and Hessian-vector products are closed forms
+    (:class:`~networkedfl.nn.DenseDerivatives`).
     """
     import torch
 
-    from ...nn import FlatModel
+    from ...nn import DenseDerivatives, FlatModel
 
     acts = {"relu": torch.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}
     if activation not in acts:
@@ -130,7 +132,9 @@ def mlp(sizes: Sequence[int], *, activation: str, bias: bool, loss: str, name: s
         return torch.cat(parts).to(dtype=dtype, device=device)
 
     label = f"{name}({'-'.join(map(str, sizes))}, {activation}, bias={bias})"
-    return FlatModel(n_params, forward, sample_loss, init, label)
+    closed = DenseDerivatives(sizes, activation=activation, bias=bias, loss=loss)
+    return FlatModel(n_params, forward, sample_loss, init, label, batch_gradient=closed.gradients,
+                     batch_hessian=closed.hessian)
 
 
 def _torch_setup(params: Params) -> tuple[Any, Any, Any]:
