@@ -10,9 +10,10 @@
 #
 # Scheduling: the stages run first (`priority`) on one core each. Every job of the MNIST
 # targets waits for them, and a two-core job starts only when both cores are free at once,
-# which on a small machine kept busy by one-core jobs happens near the end of the run. Their results do not
-# depend on the thread count (openTSNE with exact neighbours and the KL estimator give the
-# same arrays with 1 and 2 threads); `--set-threads mnist_tsne=N` gives them more.
+# which on a small machine kept busy by one-core jobs happens near the end of the run.
+# Their results do not depend on the thread count (openTSNE with exact neighbours and the
+# KL estimator give the same arrays with 1 and 2 threads, tested in
+# tests/unit/graphs/test_graph_learning.py); `--set-threads mnist_tsne=N` gives them more.
 
 MNIST_GRAPHS = config.get("mnist_graphs", {})
 
