@@ -292,3 +292,33 @@ def test_unigram_reference_is_each_clients_smoothed_target_frequencies():
     p1 = (np.array([1, 0, 0, 3]) + 1) / 8   # targets 3, 3, 3, 0
     expected = [-(np.log(p0[1]) + np.log(p0[0])) / 2, -(np.log(p1[3]) + np.log(p1[2])) / 2]
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_review_task_is_built_once_per_process_from_the_keys_it_reads(corpus, test_config):
+    """Fig. 10.4's runs share one task per seed: the preparation reads only ``TASK_KEYS``
+    (a mapping that records its reads), the cached task equals a fresh one array for array,
+    a change of a method's value reuses it, and a change of a task key or the seed does not."""
+    from collections import UserDict
+
+    from networkedfl.experiments import rng_for
+    from networkedfl.experiments.gfl.reviews_nlp import TASK_KEYS, prepare_review_task, review_task
+
+    params = dict(test_config["experiments"]["gfl_fig10_4_reviews_nlp"])
+
+    class Recording(UserDict):
+        read: set = set()
+
+        def __getitem__(self, key):
+            Recording.read.add(key)
+            return super().__getitem__(key)
+
+    fresh = prepare_review_task(Recording(params), corpus, rng_for(7, "gfl_fig10_4_reviews_nlp", 0, "data"))
+    assert Recording.read and Recording.read <= set(TASK_KEYS)
+    cached = review_task(params, corpus, 7, "gfl_fig10_4_reviews_nlp", 0)
+    assert review_task({**params, "lr": 123.0, "bigfl": {}}, corpus, 7, "gfl_fig10_4_reviews_nlp", 0) is cached
+    for a, b in [(fresh.embedding, cached.embedding), (fresh.present, cached.present),
+                 (fresh.similarity, cached.similarity), *zip(fresh.train, cached.train, strict=True),
+                 *zip(fresh.test, cached.test, strict=True)]:
+        np.testing.assert_array_equal(a, b)
+    assert review_task({**params, "window": 6}, corpus, 7, "gfl_fig10_4_reviews_nlp", 0) is not cached
+    assert review_task(params, corpus, 7, "gfl_fig10_4_reviews_nlp", 1) is not cached

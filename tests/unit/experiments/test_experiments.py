@@ -151,3 +151,27 @@ def test_gallery_rows_keep_three_cells_when_a_title_holds_a_pipe():
         unescaped = line.replace("\\|", "")
         assert unescaped.count("|") == 4, line
     assert 'src="docs/gallery/gtv_fig11_unbalanced.png"' in lines[2] + lines[3]
+
+
+@pytest.mark.parametrize("target", ["fedrelax_fig02a_trees_dm", "fedrelax_fig04_noniid_trees"])
+def test_tree_runs_in_worker_processes_give_the_table_of_one_process(test_config, monkeypatch, target):
+    """``threads: 2`` sends a repetition's runs (grid point x alpha) to two worker processes:
+    the same table, value for value (both normalisations: by the Oracle and by alpha = 0),
+    as one process; the workers were asked for."""
+    from sklearn.utils import parallel
+
+    config = {**test_config, "experiments": dict(test_config["experiments"])}
+    one = run_job(config, target, "all", 0)
+    calls = []
+    original = parallel.Parallel.__init__
+
+    def spy(self, *args, **kwargs):
+        calls.append(kwargs.get("n_jobs"))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(parallel.Parallel, "__init__", spy)
+    config["experiments"][target] = {**config["experiments"][target], "threads": 2}
+    two = run_job(config, target, "all", 0)
+    assert calls == [2]
+    assert set(one["metric"]) >= {"mse_val", "mse_val_ratio"}
+    pd.testing.assert_frame_equal(one, two, check_exact=True)

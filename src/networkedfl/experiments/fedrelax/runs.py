@@ -330,6 +330,14 @@ def run_trees(params: Params, setting: str, seed: int, base_seed: int, *,
     own ``mse_val`` is recorded as method ``oracle``) or by ``alpha = 0`` (``normalise:
     local``, Fig. 4).  The scikit-learn input checks are switched off inside (the data are
     finite by construction): about 15 % of the fitting time of these small trees.
+
+    With ``threads: N > 1`` the runs of one repetition, one per grid point and ``alpha``,
+    go to ``N`` worker processes (:class:`sklearn.utils.parallel.Parallel`, which hands the
+    workers the scikit-learn configuration): each run draws its data, trees and
+    randomness from its own streams (:func:`_tree_run`), so the table is the one that one
+    process gives, byte for byte.  Processes, not the nodes' threads of
+    :func:`~networkedfl.fedrelax.fedrelax` (``n_jobs``): scikit-learn's per-fit Python
+    holds the GIL for about a third of a small tree's fitting time.
     """
     import sklearn
 
@@ -337,34 +345,58 @@ def run_trees(params: Params, setting: str, seed: int, base_seed: int, *,
         return _run_trees(params, setting, seed, base_seed, experiment_id)
 
 
-def _run_trees(params: Params, setting: str, seed: int, base_seed: int,
-               experiment_id: str) -> pd.DataFrame:
+def _tree_point(params: Params, d: int, sigma: float, seed: int, base_seed: int,
+                experiment_id: str) -> tuple[FedRelaxData, np.ndarray]:
+    """A grid point's data and its nodes' tree seeds (the same for every ``alpha``)."""
+    key = _key(d, sigma)
+    data = make_data(params, d, sigma, rng_for(base_seed, experiment_id, seed, key))
+    tree_seeds = rng_for(base_seed, experiment_id, seed, key, "trees").integers(2**31 - 1, size=data.n_nodes)
+    return data, tree_seeds
+
+
+def _tree_run(params: Params, d: int, sigma: float, alpha: float, seed: int, base_seed: int,
+              experiment_id: str) -> float:
+    """``MSE^(val)`` of one run of Algorithm 1 (one grid point, one ``alpha``); it draws its
+    own data, so it runs alike in any process and in any order."""
     from ...fedrelax import fedrelax, predict_nodes
 
-    records = []
+    data, tree_seeds = _tree_point(params, d, sigma, seed, base_seed, experiment_id)
+    result = fedrelax(
+        data.graph, data.features, data.labels, data.public,
+        _tree_factory(params, tree_seeds), alpha=float(alpha), n_iter=int(params["n_iter"]),
+        weighting=params.get("weighting", "paper"),
+        self_distillation=int(params.get("self_distillation", 0)),
+        distillation_weight=float(params.get("distillation_weight", 1.0)),
+        public_subsample=params.get("public_subsample"),
+        seed=rng_for(base_seed, experiment_id, seed, _key(d, sigma), "fedrelax"))
+    return validation_mse(predict_nodes(result.estimators, data.val_features), data.val_labels)
+
+
+def _run_trees(params: Params, setting: str, seed: int, base_seed: int,
+               experiment_id: str) -> pd.DataFrame:
     m = int(params["data"]["m"])
-    for d, sigma in _points_of(params, setting):
-        key = _key(d, sigma)
-        data = make_data(params, d, sigma, rng_for(base_seed, experiment_id, seed, key))
-        tree_seeds = rng_for(base_seed, experiment_id, seed, key, "trees").integers(
-            2**31 - 1, size=data.n_nodes)
+    points = _points_of(params, setting)
+    runs = [(d, sigma, float(alpha)) for d, sigma in points for alpha in params["alphas"]]
+    args = {"seed": seed, "base_seed": base_seed, "experiment_id": experiment_id}
+    workers = min(int(params.get("threads") or 1), len(runs))
+    if workers > 1:
+        from sklearn.utils.parallel import Parallel, delayed
+
+        dict_params = dict(params)  # a plain mapping pickles for the workers
+        values = Parallel(n_jobs=workers)(
+            delayed(_tree_run)(dict_params, d, sigma, alpha, **args) for d, sigma, alpha in runs)
+    else:
+        values = [_tree_run(params, d, sigma, alpha, **args) for d, sigma, alpha in runs]
+    mse = dict(zip(runs, values, strict=True))  # (d, sigma, alpha) -> MSE_val
+    records = []
+    for d, sigma in points:
         base = _base(d, sigma, m, seed)
-        val: dict[float, float] = {}
-        for alpha in params["alphas"]:
-            result = fedrelax(
-                data.graph, data.features, data.labels, data.public,
-                _tree_factory(params, tree_seeds), alpha=float(alpha), n_iter=int(params["n_iter"]),
-                weighting=params.get("weighting", "paper"),
-                self_distillation=int(params.get("self_distillation", 0)),
-                distillation_weight=float(params.get("distillation_weight", 1.0)),
-                public_subsample=params.get("public_subsample"),
-                seed=rng_for(base_seed, experiment_id, seed, key, "fedrelax"),
-                n_jobs=params.get("threads"))
-            val[float(alpha)] = validation_mse(predict_nodes(result.estimators, data.val_features),
-                                               data.val_labels)
-            records.append({**base, "alpha": float(alpha), "method": "fedrelax", "metric": VAL,
-                            "value": val[float(alpha)]})
+        val = {}
+        for alpha in map(float, params["alphas"]):
+            val[alpha] = mse[d, sigma, alpha]
+            records.append({**base, "alpha": alpha, "method": "fedrelax", "metric": VAL, "value": val[alpha]})
         if params.get("normalise", "oracle") == "oracle":
+            data, tree_seeds = _tree_point(params, d, sigma, **args)
             oracle = _oracle_tree_mse(params, data, int(tree_seeds[0]))
             records.append({**base, "alpha": np.nan, "method": "oracle", "metric": VAL, "value": oracle})
             records += [{**base, "alpha": a, "method": "fedrelax", "metric": RATIO, "value": v / oracle}

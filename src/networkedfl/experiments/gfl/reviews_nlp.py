@@ -29,7 +29,10 @@ Data rules, all from the corpus (nothing random except where a generator is name
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,12 +61,14 @@ from .synthetic import DIAGNOSTICS
 
 __all__ = [
     "METHOD_NAMES",
+    "TASK_KEYS",
     "ReviewTask",
     "knn_similarity_graph",
     "prepare_review_task",
     "review_nlp_claims",
     "review_nlp_inputs",
     "review_nlp_settings",
+    "review_task",
     "run_review_nlp",
 ]
 
@@ -210,6 +215,30 @@ def prepare_review_task(
     return ReviewTask(domains, vocabulary, train, test, present, embedding, source, similarity, graph)
 
 
+#: The parameters :func:`prepare_review_task` reads: runs whose values of these agree (every
+#: method and tuning point of one seed) share one task, built once per process.
+TASK_KEYS = ("domains", "test_documents", "vocab_size", "window", "embedding", "model", "graph")
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_task(spec: str, corpus: tuple[str, ...] | str, glove: str | None, base_seed: int,
+                 experiment_id: str, seed: int) -> ReviewTask:
+    files = corpus if isinstance(corpus, str) else list(corpus)
+    return prepare_review_task(json.loads(spec), files, rng_for(base_seed, experiment_id, seed, "data"),
+                               glove_path=glove)
+
+
+def review_task(params: Params, corpus: Sequence[str] | str | os.PathLike, base_seed: int, experiment_id: str, seed: int,
+                glove_path: str | None = None) -> ReviewTask:
+    """:func:`prepare_review_task` with the seed's data stream, built once per process for
+    every run of the same corpus, seed and :data:`TASK_KEYS` (a tuning job's grid points
+    and a run job's methods read the same task; about 3 s of corpus reading, vocabulary and
+    PPMI-SVD each).  The task's arrays are shared: the runs only read them."""
+    spec = json.dumps({key: params.get(key) for key in TASK_KEYS}, sort_keys=True)
+    files = str(corpus) if isinstance(corpus, str | os.PathLike) else tuple(map(str, corpus))
+    return _cached_task(spec, files, glove_path, int(base_seed), experiment_id, int(seed))
+
+
 def review_nlp_inputs(params: Params) -> dict[str, Any]:
     """Train and test files of the domains, and the GloVe file if one is configured."""
     inputs: dict[str, Any] = corpus_inputs(params)
@@ -326,8 +355,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     dtype = as_dtype(params.get("dtype", "float32"))  # this experiment's default: float32
     device = as_device(params.get("device"))
     # everything but the method's own randomness is shared by all methods of a seed
-    task = prepare_review_task(params, inputs["corpus"], rng_for(base_seed, experiment_id, seed, "data"),
-                               glove_path=inputs.get("glove"))
+    task = review_task(params, inputs["corpus"], base_seed, experiment_id, seed, glove_path=inputs.get("glove"))
     train_windows, eval_windows, loss_metric = task.train, task.test, "test_loss"
     if params.get("validation_fraction") is not None:
         train_windows, eval_windows = split_ragged(rng_for(base_seed, experiment_id, seed, "validation"),
