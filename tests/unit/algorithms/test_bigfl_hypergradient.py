@@ -332,3 +332,28 @@ def test_nplm_hypergradient_with_closed_forms_equals_autograd():
                for m in (model, generic)]
     torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-9, atol=1e-12)
     assert float(results[0][0].abs().max()) > 0
+
+
+@pytest.mark.parametrize("kind", ["identity", "matrix", "columns", "callable"])
+def test_graph_term_adjoints_equal_the_vjp_of_the_graph_term(kind):
+    """The closed-form transposed Jacobians of the LL graph term (in ``Theta`` and in ``phi``)
+    that the hyper-gradient applies equal ``torch.func.vjp`` of the term, for every kind of
+    embedding and a propagation matrix that is not symmetric (so every ``L^T`` is tested)."""
+    from torch.func import vjp
+
+    from networkedfl.algorithms.bigfl import _graph_term, _graph_term_adjoints
+
+    g = torch.Generator().manual_seed(11)
+    n, p, cpu = 5, 7, torch.device("cpu")
+    m = torch.randn(p, 3, generator=g, dtype=DT)
+    spec = {"identity": None, "matrix": m, "columns": ColumnProjection(slice(2, 6), m[:4]),
+            "callable": lambda th: th[:, ::2] * 2.0}[kind]
+    emb = Embedding(spec, p, DT, cpu)
+    theta, v, w = (torch.randn(n, p, generator=g, dtype=DT) for _ in range(3))
+    phi = torch.eye(emb.dim, dtype=DT) + 0.3 * torch.randn(emb.dim, emb.dim, generator=g, dtype=DT)
+    prop = torch.rand(n, n, generator=g, dtype=DT)  # not symmetric
+    _, pullback = vjp(lambda th, ph: _graph_term(th, ph, prop, lam=0.7, embedding=emb, anchor=None), theta, phi)
+    theta_t, phi_t = _graph_term_adjoints(theta, phi, prop, lam=0.7, embedding=emb)
+    torch.testing.assert_close(theta_t(v), pullback(v)[0], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(phi_t(w), pullback(w)[1], rtol=1e-12, atol=1e-12)
+    assert phi_t(w).shape == phi.shape and float(phi_t(w).abs().max()) > 0
