@@ -9,6 +9,9 @@ section of ``benchmarks/README.md``):
   in one process (batched, loop, batched, loop, ...), after one untimed warm-up of each, so
   that a change of machine load affects both; the figures are the medians per round
   (iteration) and the speed-up is loop / batched;
+* **decision-tree FedRelax** (``bench_trees.py``): one repetition of Fig. 4 (``--quick``: at
+  the test profile's sizes) in one process, with the nodes' fits in two threads, and in two
+  worker processes (the pipeline's way), timed in turn after a warm-up; ratios to one process;
 * **GTV primal-dual**: ``bench_primal_dual.py`` run as a subprocess (10^5 nodes; full mode:
   its default sizes); its table's time columns (``ms/iter`` and, where the script prints
   them, the sparse-product, ratio and bandwidth columns) are parsed loosely, and its lines
@@ -52,7 +55,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 BEGIN_MARKER = "<!-- benchmarks:begin -->"
 END_MARKER = "<!-- benchmarks:end -->"
-SECTIONS = ("loops", "primal_dual", "logs")
+SECTIONS = ("loops", "trees", "primal_dual", "logs")
 
 # ---------------------------------------------------------------------------------------
 # Run logs: time per target
@@ -444,6 +447,19 @@ def render(results: dict, markdown: bool) -> str:
         out += table(["algorithm", "setting", "batched", "per-client loop", "speed-up"], rows)
         out.append("")
 
+    if "trees" in results:
+        tr = results["trees"]
+        title = "Decision-tree FedRelax, one repetition of Fig. 4 (bench_trees.py)"
+        out += [f"**{title}**" if markdown else title + ":", ""]
+        if "error" in tr:
+            out += [f"error: {tr['error']}", ""]
+        else:
+            one = tr["seconds"]["one process"]
+            rows = [[way, f"{sec:.2f} s", f"{one / sec:.2f}"] for way, sec in tr["seconds"].items()]
+            out += table(["way", "time", "one process / this"], rows)
+            out += ["", f"{'Test' if tr['quick'] else 'Default'} scale, {tr['workers']} workers "
+                    f"(threads or processes); the three tables equal: {tr['equal']}.", ""]
+
     if "primal_dual" in results:
         pd = results["primal_dual"]
         args = " ".join(pd.get("args", []))
@@ -551,6 +567,12 @@ def collect(args: argparse.Namespace) -> dict:
                 results["loops"].append(asdict(bench(args.quick)))
             except Exception as exc:  # report and go on: never fail on a benchmark
                 results["loops"].append({"name": bench.__name__, "error": repr(exc)})
+    if "trees" in only:
+        print("... bench_trees.py", file=sys.stderr, flush=True)
+        try:
+            results["trees"] = _import_bench("bench_trees").measure("fedrelax_fig04_noniid_trees", args.quick)
+        except Exception as exc:  # report and go on: never fail on a benchmark
+            results["trees"] = {"error": repr(exc)}
     if "primal_dual" in only:
         print("... bench_primal_dual.py", file=sys.stderr, flush=True)
         results["primal_dual"] = run_primal_dual(args.quick, args.timeout)

@@ -163,3 +163,17 @@ def test_parse_primal_dual_error_lines_are_shortened(run_all):
     assert parsed["rows"] == []
     assert parsed["lines"] == [
         "100000 nlasso  ERROR: ValueError: n_iter must be a positive integer, got 0"]
+
+
+def test_trees_section_measures_the_three_ways_and_renders_them(run_all):
+    """bench_trees.py at the test sizes: the three ways give the same table and positive
+    times, and run_all renders them with the ratios to one process; an error is shown, not raised."""
+    trees = run_all._import_bench("bench_trees").measure("fedrelax_fig04_noniid_trees", quick=True)
+    assert trees["equal"] is True and set(trees["seconds"]) == {"one process", "node threads", "worker processes"}
+    assert all(s > 0 for s in trees["seconds"].values())
+    machine = run_all.machine()
+    text = run_all.render({"quick": True, "trees": trees, "machine": machine, "elapsed_s": 1.0}, markdown=True)
+    assert "| worker processes |" in text and "the three tables equal: True" in text
+    broken = run_all.render({"quick": True, "trees": {"error": "boom"}, "machine": machine, "elapsed_s": 1.0},
+                            markdown=False)
+    assert "error: boom" in broken
