@@ -11,13 +11,14 @@ One repetition (seed) of a tree target at its configured scale (``config/config.
   what the pipeline does).
 
 An untimed warm-up at the test sizes comes first (imports, and the worker processes, which
-a pipeline job starts once: about a second).  The figures are medians over the rounds; the ratios (one process / each) are what the
-worker processes and the threads buy on this machine.  The three tables are checked to be
+a pipeline job starts once: about a second).  The figures are medians over the rounds; the
+ratios (one process / each) are what the worker processes and the threads buy on this
+machine.  The three tables are checked to be
 equal (the script says so).  Nothing is asserted.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_trees.py                         # Fig. 4, about 3 minutes
+    .venv/bin/python benchmarks/bench_trees.py                         # Fig. 4, about 2 minutes
     .venv/bin/python benchmarks/bench_trees.py --quick                 # seconds
     .venv/bin/python benchmarks/bench_trees.py --target fedrelax_fig02a_trees_dm --rounds 3
 """

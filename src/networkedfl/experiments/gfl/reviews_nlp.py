@@ -215,8 +215,8 @@ def prepare_review_task(
     return ReviewTask(domains, vocabulary, train, test, present, embedding, source, similarity, graph)
 
 
-#: The parameters :func:`prepare_review_task` reads: runs whose values of these agree (every
-#: method and tuning point of one seed) share one task, built once per process.
+#: The parameters :func:`prepare_review_task` reads: runs in one process whose values of
+#: these agree (a tuning job's grid points of one seed) share one task.
 TASK_KEYS = ("domains", "test_documents", "vocab_size", "window", "embedding", "model", "graph")
 
 
@@ -232,8 +232,9 @@ def review_task(params: Params, corpus: Sequence[str] | str | os.PathLike, base_
                 glove_path: str | None = None) -> ReviewTask:
     """:func:`prepare_review_task` with the seed's data stream, built once per process for
     every run of the same corpus, seed and :data:`TASK_KEYS` (a tuning job's grid points
-    and a run job's methods read the same task; about 3 s of corpus reading, vocabulary and
-    PPMI-SVD each).  The task's arrays are shared: the runs only read them."""
+    read the same task; about 3 s of corpus reading, vocabulary and PPMI-SVD each; a run
+    job runs one method and builds it once anyway).  The task's arrays are shared: the runs
+    only read them."""
     spec = json.dumps({key: params.get(key) for key in TASK_KEYS}, sort_keys=True)
     files = str(corpus) if isinstance(corpus, str | os.PathLike) else tuple(map(str, corpus))
     return _cached_task(spec, files, glove_path, int(base_seed), experiment_id, int(seed))
