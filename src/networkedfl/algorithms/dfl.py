@@ -190,6 +190,7 @@ def dfl_iterates(
         def combine(values: Tensor) -> Tensor:
             return mix(mixing, values)
 
+    keep = None if mask is None else mask > 0  # freeze's boolean mask, once
     theta = params.clone()
     if method == "sgd":
         for t in range(int(n_steps)):
@@ -202,7 +203,7 @@ def dfl_iterates(
                 new = theta - alpha * g
                 if (t + 1) % tau == 0:
                     new = combine(new)
-            theta = freeze(new, theta, mask)
+            theta = freeze(new, theta, keep)
             yield DFLState(t + 1, theta, g, None)
         return
 
@@ -212,7 +213,7 @@ def dfl_iterates(
         alpha = step_size(lr, t)
         gossip = t % tau == 0
         new = (combine(theta) if gossip else theta) - alpha * tracker
-        theta = freeze(new, theta, mask)
+        theta = freeze(new, theta, keep)
         g_new = sample_gradient(theta)
         tracker = (combine(tracker) if gossip else tracker) + g_new - g
         g = g_new

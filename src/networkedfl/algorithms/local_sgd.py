@@ -159,15 +159,16 @@ def local_steps(
 
     Step ``t = start, start + 1, ...`` draws a fresh mini-batch of every client
     (``source.sample(batch_size, seed)``, eq. (10.2)), evaluates ``gradient(params,
-    batch)`` ``(n, P)``, zeroes the frozen coordinates (``mask`` 0) and moves
-    ``params <- params - alpha^t g`` (:func:`~networkedfl.nn.sgd_step`, ``alpha^t`` of the
-    schedule ``lr``).  Returns the parameters and the next iteration count.
+    batch)`` ``(n, P)`` and moves ``params <- params - alpha^t g`` on the trainable
+    coordinates (:func:`~networkedfl.nn.sgd_step`, ``alpha^t`` of the schedule ``lr``); the
+    frozen ones (``mask`` 0) keep their values, as with ``g`` zeroed there.  Returns the
+    parameters and the next iteration count.
     """
     t = start
+    keep = None if mask is None else mask > 0  # once, not at every step
     for _ in range(steps):
-        g = gradient(params, source.sample(batch_size, seed))
-        if mask is not None:
-            g = g * mask
-        params = sgd_step(params, g, step_size(lr, t), mask)
+        # frozen coordinates keep their value whatever g holds there (also inf or NaN), so
+        # g needs no masking first: the step is that of the masked gradient, bit for bit
+        params = sgd_step(params, gradient(params, source.sample(batch_size, seed)), step_size(lr, t), keep)
         t += 1
     return params, t

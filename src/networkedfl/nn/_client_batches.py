@@ -226,10 +226,12 @@ def check_mask(mask: Any, n: int, p: int, dtype: torch.dtype, device: torch.devi
 
 
 def freeze(new: Tensor, old: Tensor, mask: Tensor | None) -> Tensor:
-    """``new`` with every frozen coordinate (mask 0) reset to its value in ``old``."""
+    """``new`` with every frozen coordinate (mask 0, or ``False`` in a boolean mask) reset
+    to its value in ``old``.  A loop that freezes at every step passes ``mask > 0`` once
+    (one pass over the ``(n, P)`` mask less per step)."""
     if mask is None:
         return new
-    return torch.where(mask > 0, new, old)
+    return torch.where(mask if mask.dtype == torch.bool else mask > 0, new, old)
 
 
 def step_size(lr: StepSize, t: int) -> float:

@@ -268,7 +268,10 @@ class _NPLMDerivatives:
         demb.scatter_add_(1, ids[:, :, None].expand(n, u, self.d), d_rows)
         return torch.cat([demb.reshape(n, -1), dw1.reshape(n, -1), db1, dw2.reshape(n, -1), db2], dim=1)
 
-    def _forward(self, params: Tensor, ids: Tensor, targets: Tensor, weights: Tensor) -> dict[str, Tensor]:
+    def _forward(self, params: Tensor, ids: Tensor, targets: Tensor, weights: Tensor, *,
+                 keep_probs: bool = True) -> dict[str, Tensor]:
+        """The forward quantities; ``keep_probs=False`` (the gradients): ``G`` is computed in
+        the softmax's own tensor, one ``(n, U, V)`` allocation less, and ``probs`` is ``G``."""
         n, u = ids.shape
         emb, w1, b1, w2, b2 = self._parts(params)
         ids = ids.long()
@@ -277,7 +280,7 @@ class _NPLMDerivatives:
         probs = torch.softmax(torch.baddbmm(b2[:, None, :], hidden, w2), dim=-1)
         total = weights.sum(dim=1)
         scale = (weights / torch.where(total > 0, total, torch.ones_like(total))[:, None])[:, :, None]
-        g_logits = (probs - targets).mul_(scale)
+        g_logits = (probs - targets if keep_probs else probs.sub_(targets)).mul_(scale)
         slope = 1.0 - hidden * hidden
         g_activation = torch.bmm(g_logits, w2.transpose(1, 2))  # the gradient in H
         return {"ids": ids, "rows": rows, "hidden": hidden, "probs": probs, "scale": scale,
@@ -288,7 +291,7 @@ class _NPLMDerivatives:
         """The stacked gradients ``(n, P)``, or ``None`` where the closed form does not apply."""
         if not self._applies(params, ids, targets):
             return None
-        f = self._forward(params, ids, targets, weights)
+        f = self._forward(params, ids, targets, weights, keep_probs=False)
         return self._flat(f["ids"], torch.bmm(f["g_hidden"], f["w1"].transpose(1, 2)),
                           torch.bmm(f["rows"].transpose(1, 2), f["g_hidden"]), f["g_hidden"].sum(dim=1),
                           torch.bmm(f["hidden"].transpose(1, 2), f["g_logits"]), f["g_logits"].sum(dim=1))
@@ -401,11 +404,13 @@ class WordPairCounts:
     def distributions(self) -> Tensor:
         """Dense next-word distributions ``(n, U, V)`` of the rows (0 rows on padding)."""
         n, width = self.rows.shape
-        dense = torch.zeros((n * width * self.vocab_size,), dtype=self.weight.dtype, device=self.rows.device)
-        dense.index_add_(0, (self.client * width + self.row) * self.vocab_size + self.target, self.weight)
-        dense = dense.reshape(n, width, self.vocab_size)
         norm = torch.where(self.row_weights > 0, self.row_weights, torch.ones_like(self.row_weights))
-        return dense / norm[:, :, None]
+        slot = self.client * width + self.row
+        # the pairs are distinct: each entry is C_ab / n_a, divided before it is placed
+        # (the same quotient as dividing the dense counts, one (n, U, V) pass less)
+        dense = torch.zeros((n * width * self.vocab_size,), dtype=self.weight.dtype, device=self.rows.device)
+        dense[slot * self.vocab_size + self.target] = self.weight / norm.reshape(-1)[slot]
+        return dense.reshape(n, width, self.vocab_size)
 
     def losses(self, model: FlatModel, params: Tensor, *, chunk: int = 256) -> Tensor:
         """Mean token cross-entropy of every client's model ``params`` ``(n, P)`` on its own

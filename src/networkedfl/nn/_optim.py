@@ -29,8 +29,8 @@ __all__ = ["RMSprop", "heavy_ball_step", "sgd_step"]
 
 
 def sgd_step(params: Tensor, grad: Tensor, lr: float, mask: Tensor | None = None) -> Tensor:
-    """One gradient step ``params - lr * grad`` with every frozen coordinate (``mask`` 0)
-    kept at its value in ``params`` (:func:`~networkedfl.nn.freeze`)."""
+    """One gradient step ``params - lr * grad`` with every frozen coordinate (``mask`` 0 or
+    ``False``) kept at its value in ``params`` (:func:`~networkedfl.nn.freeze`)."""
     return freeze(params - lr * grad, params, mask)
 
 

@@ -149,6 +149,37 @@ def test_sgd_step_keeps_frozen_coordinates():
     assert torch.equal(sgd_step(w, g, 0.1), torch.tensor([[0.0, 1.0]], dtype=torch.float64))
     mask = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
     assert torch.equal(sgd_step(w, g, 0.1, mask), torch.tensor([[0.0, 2.0]], dtype=torch.float64))
+    # a boolean mask (mask > 0, computed once by a loop) freezes the same coordinates,
+    # also where the gradient is not finite
+    bad = torch.tensor([[10.0, float("nan")]], dtype=torch.float64)
+    assert torch.equal(sgd_step(w, bad, 0.1, mask > 0), torch.tensor([[0.0, 2.0]], dtype=torch.float64))
+    assert torch.equal(sgd_step(w, bad, 0.1, mask), sgd_step(w, bad, 0.1, mask > 0))
+
+
+def test_local_steps_equal_steps_of_the_masked_gradient_bit_for_bit():
+    """local_steps freezes instead of zeroing the gradient first: the same floats as
+    ``sgd_step(params, g * mask, lr, mask)`` at every step, inf and NaN gradients included."""
+    from networkedfl.algorithms.local_sgd import local_steps
+    from networkedfl.nn import ClientBatches, make_generator
+
+    rng = np.random.default_rng(5)
+    data = ClientBatches(torch.as_tensor(rng.standard_normal((3, 8, 2))), torch.as_tensor(rng.standard_normal((3, 8))),
+                         torch.ones((3, 8), dtype=torch.float64))
+    mask = torch.as_tensor(rng.integers(0, 2, (3, 4)).astype(np.float64))
+    start = torch.as_tensor(rng.standard_normal((3, 4)))
+
+    def gradient(params, batch):  # not finite on some frozen coordinates
+        x, y, _ = batch
+        g = torch.cat([params[:, :2] * x.mean(dim=1), params[:, 2:] - y.mean(dim=1, keepdim=True)], dim=1) ** 3
+        return torch.where(mask > 0, g, torch.tensor([float("inf"), float("nan"), 1.0, -float("inf")]))
+
+    got, t = local_steps(gradient, start, data, steps=6, batch_size=3, lr=lambda k: 0.3 / (k + 1), start=2,
+                         seed=make_generator(7), mask=mask)
+    expected, gen = start, make_generator(7)
+    for k in range(2, 8):
+        expected = sgd_step(expected, gradient(expected, data.sample(3, gen)) * mask, 0.3 / (k + 1), mask)
+    assert t == 8 and torch.equal(got, expected) and bool(torch.isfinite(got).all())
+    assert torch.equal(got[mask == 0], start[mask == 0])
 
 
 def test_heavy_ball_step_is_torch_sgd_with_momentum():
