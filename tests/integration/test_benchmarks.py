@@ -1,10 +1,12 @@
-"""benchmarks/run_all.py: the per-target job times from run logs, and the generated section.
+"""benchmarks/run_all.py: the per-target job times from run logs, and the generated section;
+profile_reviews_paper.py's memory sampler and client subset.
 
 The benchmarks themselves are not run here (they time things; nothing about them is asserted).
 """
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,10 +14,9 @@ import pytest
 RUN_ALL = Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py"
 
 
-@pytest.fixture(scope="module")
-def run_all():
-    name = "benchmarks_run_all"
-    spec = importlib.util.spec_from_file_location(name, RUN_ALL)
+def _script_module(name: str, path: Path):
+    """Import a benchmark script as a module, registered while the tests use it."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up there
     try:
@@ -23,6 +24,11 @@ def run_all():
         yield module
     finally:
         sys.modules.pop(name, None)
+
+
+@pytest.fixture(scope="module")
+def run_all():
+    yield from _script_module("benchmarks_run_all", RUN_ALL)
 
 
 def _log(path: Path, *lines: str) -> None:
@@ -181,16 +187,7 @@ def test_trees_section_measures_the_three_ways_and_renders_them(run_all):
 
 @pytest.fixture(scope="module")
 def profile_reviews():
-    name = "benchmarks_profile_reviews_paper"
-    path = RUN_ALL.parent / "profile_reviews_paper.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
+    yield from _script_module("benchmarks_profile_reviews_paper", RUN_ALL.parent / "profile_reviews_paper.py")
 
 
 def test_resident_peak_sees_an_allocation_freed_inside_it(profile_reviews):
@@ -200,8 +197,6 @@ def test_resident_peak_sees_an_allocation_freed_inside_it(profile_reviews):
 
     with profile_reviews.ResidentPeak() as peak:
         block = np.ones(2**25)  # 256 MiB of float64, every page touched
-        import time
-
         time.sleep(0.05)
         del block
     assert peak.above_start >= 200 * 2**20
