@@ -7,7 +7,10 @@ terms, and one evaluation of the test loss; then the projected time of one job p
 The gradients and the evaluation are timed on both data layouts of the NPLM, measured in
 the same run: the windows (logits once per token) and the word-pair counts the target uses
 (:class:`~networkedfl.nn.WordPairCounts`, logits once per distinct input word),
-with their ratio.  Figures only: nothing is asserted.
+with their ratio.  On the word pairs it also times the three ``U x h x V`` matrix products
+of a gradient alone against the whole gradient and a whole local step: the share of the
+time that no rearrangement of the same arithmetic can remove.  Figures only: nothing is
+asserted.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_reviews.py                  # vocab 1000
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_reviews.py --vocab 1000 2000 5000
@@ -107,6 +110,7 @@ def bench(vocab: int, base: dict, files: list[str], repeats: int) -> None:
             data.sample(b, gen), lam=0.1, kappa=0.01, lam_upper=0.1, embedding=emb,
             neumann_terms=k, neumann_scale=0.1, mask=mask), 1)
         times[name] = {"grad": t_grad, "lower": t_lower, "hyper": t_hyper}
+    floor = products_floor(model, layout, theta, mask > 0, layouts["word pairs"], b, gen, repeats)
     evaluate = _Evaluator(model, task.test, layout.vocab_size, torch.float32, "cpu")
     times["word pairs"]["eval"], _ = timed(lambda: evaluate(theta), 1)
     times["windows"]["eval"], _ = timed(lambda: client_token_losses_windows(model, theta, task.test), 1)
@@ -121,11 +125,41 @@ def bench(vocab: int, base: dict, files: list[str], repeats: int) -> None:
     for key, label in labels.items():
         old, new = times["windows"][key], times["word pairs"][key]
         print(f"  {label:52s} {old:8.3f}s {new:10.3f}s {old / new:6.1f}x")
+    print(f"  word pairs, one gradient {floor['grad'] * 1e3:.1f} ms (U = {floor['width']} distinct words): "
+          f"its three (U x {layout.hidden_dim}) x ({layout.hidden_dim} x {layout.vocab_size}) products alone "
+          f"{floor['products'] * 1e3:.1f} ms ({floor['products'] / floor['grad']:.0%}, "
+          f"{floor['gflops']:.0f} GFLOP/s); a whole local step (draw, gradient, masked step) "
+          f"{floor['step'] * 1e3:.1f} ms, the products {floor['products'] / floor['step']:.0%} of it")
     for name, t in times.items():
         plain = prep + rounds * steps * t["grad"] + evals * t["eval"]
         big = prep + rounds * (steps * t["lower"] + t["hyper"]) + evals * t["eval"]
         print(f"  projected job on {name} ({rounds} rounds x {steps} steps, {evals} evaluations): "
               f"FedAvg/DFL/FeSEM ~{plain:.0f} s, BiG-FL ~{big:.0f} s, all five ~{4 * plain + big:.0f} s of one core")
+
+
+def products_floor(model, layout, theta, keep, data, batch_size: int, gen, repeats: int) -> dict:
+    """One gradient on the word-pair layout against the three ``U x h x V`` products it
+    cannot avoid (the logits ``H W_2``, ``G W_2^T`` and ``H^T G``, the same shapes as in
+    :class:`~networkedfl.nn.NextWordBatches`' gradient), and a whole local step (draw the
+    batch, gradient, masked step as ``local_steps`` takes it), timed in the same run."""
+    from networkedfl.nn import sgd_step
+
+    grads = batch_gradients(model)
+    batch = data.sample(batch_size, gen)
+    n, width = batch[0].shape
+    h, v = layout.hidden_dim, layout.vocab_size
+    hidden = torch.randn(n, width, h)
+    w2 = torch.randn(n, h, v)
+    g = torch.randn(n, width, v)
+
+    def products():
+        torch.bmm(hidden, w2), torch.bmm(g, w2.transpose(1, 2)), torch.bmm(hidden.transpose(1, 2), g)
+
+    t_grad, _ = timed(lambda: grads(theta, *batch), repeats)
+    t_products, _ = timed(products, repeats)
+    t_step, _ = timed(lambda: sgd_step(theta, grads(theta, *data.sample(batch_size, gen)), 0.1, keep), repeats)
+    return {"grad": t_grad, "products": t_products, "step": t_step, "width": width,
+            "gflops": 3 * 2 * n * width * h * v / t_products / 1e9}
 
 
 def client_token_losses_windows(model, params, test, chunk: int = 16) -> np.ndarray:
