@@ -64,9 +64,8 @@ def measure(target: str, quick: bool, workers: int = 2, rounds: int = 1) -> dict
     three tables are equal."""
     from networkedfl.pipeline.config import load_config
 
-    files = [REPO / "config" / "config.yaml"] + ([REPO / "config" / "test.yaml"] if quick else [])
-    params = dict(load_config(*files)["experiments"][target])
     small = dict(load_config(REPO / "config" / "config.yaml", REPO / "config" / "test.yaml")["experiments"][target])
+    params = small if quick else dict(load_config(REPO / "config" / "config.yaml")["experiments"][target])
     for way in WAYS:  # untimed warm-up at the test sizes: imports, and the worker processes
         run_way(small, target, way, workers)  # (started once per process, as once per job)
     times: dict[str, list[float]] = {way: [] for way in WAYS}

@@ -576,10 +576,11 @@ def bigfl(
         u_phi = emb(theta) @ phi
         anchor = prop @ u_phi - diag[:, None] * u_phi
         eta = step_size(lr_lower, t) if neumann_scale is None else float(neumann_scale)
-        theta, t = local_steps(                                 # LL steps (10.19)
+        # LL steps (10.19); local_steps freezes the masked coordinates itself, so the
+        # gradients need not be masked first (the same step, bit for bit)
+        theta, t = local_steps(
             lambda th, batch, phi=phi, anchor=anchor: lower_gradients(
-                model, th, phi, prop, batch, lam=lam, kappa=kappa, embedding=emb, anchor=anchor,
-                mask=mask_t),
+                model, th, phi, prop, batch, lam=lam, kappa=kappa, embedding=emb, anchor=anchor),
             theta, source, steps=opts.local_steps, batch_size=batch_size, lr=lr_lower, start=t,
             seed=gen, mask=mask_t)
         # UL step with the hyper-gradient (10.20) at the new models
