@@ -1,46 +1,365 @@
-"""Helpers to evaluate claims on tidy tables (means over repetitions, strict comparisons)."""
+"""Verdicts on the papers' claims, decided from per-seed values with their uncertainty.
+
+The rule is written once here and documented in ``docs/verdicts.md``; every target's
+claims go through it.  A claim is decided from the per-seed values of a statistic, never
+from a comparison of means alone:
+
+* **Cases.**  A :class:`Case` is one comparison: the per-seed values ``x_s`` of a
+  statistic (e.g. ``log MSE_A - log MSE_B`` of seed ``s``, paired by seed), and the
+  relation the claim asserts about their expectation (``E x < c``, ``E x > c``, or
+  ``a <= E x <= b``).  Its 95 % interval is Student's t interval of the mean over the
+  seeds (:func:`t_interval`); with one seed it is the value plus or minus 1.96 documented
+  per-seed standard deviations (``noise``), and without such an estimate it is unbounded.
+* **Verdicts.**  A case **holds** when its interval lies inside the claimed region, and
+  **fails** when it lies outside it (a tie with zero spread fails a strict claim); otherwise
+  it is **inconclusive**.
+* **Several cases.**  "For every ..." claims (:func:`all_of`) hold when every case holds
+  at 95 % (an intersection-union test needs no correction) and fail when some case fails at
+  the Bonferroni level ``1 - 0.05/m``; "for some ..." claims (:func:`any_of`) hold when some
+  case holds at ``1 - 0.05/m`` and fail when every case fails at 95 %.
+* **Exact checks** (diagrams, tables, configuration; :func:`exact`, :func:`check_all`)
+  involve no sampling noise and hold or fail outright.  Properties that the paper states for
+  every realisation (a bound, a fixed point) are checked on every seed
+  (:func:`every_seed`): one counterexample fails the claim.
+
+Pairing by seed is valid whether or not the two arms share the seed's data draw (the
+per-seed differences are independent across seeds either way); where they share it, the
+shared noise cancels.  Errors, losses and other positive quantities that span orders of
+magnitude are compared on the log scale (the effect is a ratio, a geometric mean over seeds);
+accuracies and signed quantities on the linear scale (the effect is a difference).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from .registry import Claim
+from .registry import CLAIM_KINDS, VERDICTS, Claim
 
-__all__ = ["CLUSTER_ORACLE", "LOCAL", "MEAN", "ORACLE", "REFERENCES", "check_all", "mean_over_seeds", "reference_claims",
-           "strictly_increasing"]
+__all__ = [
+    "CLUSTER_ORACLE", "DIAGNOSTIC", "FAILS", "HOLDS", "INCONCLUSIVE", "KINDS", "LEVEL", "LOCAL", "MEAN",
+    "ORACLE", "PAPER", "REFERENCE", "REFERENCES", "VERDICTS", "Case", "above", "all_of", "any_of",
+    "below", "check_all", "claim", "every_seed", "exact", "increasing_cases", "mean_over_seeds", "per_seed", "reference_claims",
+    "seed_values", "strictly_increasing", "t_interval", "threshold", "within_factor",
+]
+
+HOLDS, FAILS, INCONCLUSIVE = VERDICTS
+#: The kinds of claims: the paper's own, and checks of the comparison itself (kept apart
+#: from the paper's claims in every count).
+PAPER, REFERENCE, DIAGNOSTIC = KINDS = CLAIM_KINDS
+#: Confidence level of every interval.
+LEVEL = 0.95
+
+Scale = Literal["log", "linear"]
 
 
-def mean_over_seeds(
-    table: pd.DataFrame, by: Sequence[str], metric: str = "parameter_mse"
-) -> pd.Series:
-    """Mean of ``metric`` over seeds, indexed by the columns ``by``."""
+def t_interval(values: Sequence[float], level: float = LEVEL, noise: float | None = None
+               ) -> tuple[float, float, float]:
+    """``(mean, low, high)``: Student's t interval of the mean of ``values`` at ``level``.
+
+    One value: the value plus or minus the normal quantile times ``noise`` (a documented
+    per-seed standard deviation of the statistic), unbounded without it.  Zero spread gives
+    the point itself.
+    """
+    x = np.asarray(values, float)
+    if x.size == 0:
+        return math.nan, -math.inf, math.inf
+    mean = float(x.mean())
+    if x.size == 1:
+        if noise is None:
+            return mean, -math.inf, math.inf
+        half = float(stats.norm.ppf(0.5 + level / 2)) * float(noise)
+        return mean, mean - half, mean + half
+    sem = float(x.std(ddof=1)) / math.sqrt(x.size)
+    half = float(stats.t.ppf(0.5 + level / 2, x.size - 1)) * sem
+    return mean, mean - half, mean + half
+
+
+@dataclass(frozen=True)
+class Case:
+    """One comparison: per-seed values ``x_s`` and the region the claim puts ``E x`` in.
+
+    ``region`` is ``(low, high)`` with ``-inf``/``inf`` for one-sided claims; ``strict`` sides
+    exclude their bound (a strict "below" fails on an exact tie).  On the ``log`` scale the
+    values are logarithms and are shown exponentiated (a ratio); ``name`` labels the case and
+    ``what`` says what the effect is (e.g. ``"l1 / fedavg"``).
+    """
+
+    name: str
+    values: np.ndarray
+    region: tuple[float, float]
+    scale: Scale = "linear"
+    strict: bool = True
+    what: str = ""
+    noise: float | None = None
+    extra: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", np.asarray(self.values, float).ravel())
+        if self.values.size and not np.all(np.isfinite(self.values)):
+            raise ValueError(f"case {self.name!r}: non-finite per-seed values {self.values.tolist()}")
+
+    @property
+    def n(self) -> int:
+        return int(self.values.size)
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float, float]:
+        return t_interval(self.values, level, self.noise)
+
+    def verdict(self, level: float = LEVEL) -> str:
+        """Holds if the interval lies inside the region, fails if outside it."""
+        if self.n == 0:
+            return INCONCLUSIVE
+        _, low, high = self.interval(level)
+        lo_bound, hi_bound = self.region
+        inside = ((low > lo_bound) if self.strict else (low >= lo_bound)) and \
+                 ((high < hi_bound) if self.strict else (high <= hi_bound))
+        if inside:
+            return HOLDS
+        outside = ((high <= lo_bound) if self.strict else (high < lo_bound)) or \
+                  ((low >= hi_bound) if self.strict else (low > hi_bound))
+        return FAILS if outside else INCONCLUSIVE
+
+    def shown(self, value: float) -> float:
+        return math.exp(value) if self.scale == "log" else value
+
+    def describe(self, level: float = LEVEL) -> str:
+        """``"name: 0.42 [0.30, 0.58] (5 seeds)"``, the effect on its natural scale."""
+        mean, low, high = self.interval(level)
+        label = f"{self.what} " if self.what else ""
+        seeds = f"{self.n} seed{'s' if self.n != 1 else ''}"
+        if self.n == 1 and self.noise is not None:
+            seeds += f", noise sd {_fmt(self.noise)}"
+        text = f"{self.name}: {label}{_fmt(self.shown(mean))} [{_fmt(self.shown(low))}, {_fmt(self.shown(high))}]"
+        return f"{text} ({seeds}){'; ' + self.extra if self.extra else ''}"
+
+
+def _fmt(x: float) -> str:
+    if isinstance(x, float) and math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.3g}"
+
+
+def _log(values: Any, name: str) -> np.ndarray:
+    x = np.asarray(values, float)
+    if np.any(x <= 0):
+        raise ValueError(f"case {name!r}: a log-scale comparison needs positive values, got {x.tolist()}")
+    return np.log(x)
+
+
+def below(name: str, a: Any, b: Any, *, scale: Scale = "log", tolerance: float = 0.0,
+          strict: bool = True, what: str = "", noise: float | None = None) -> Case:
+    """``a`` below ``b``, paired by seed: on the log scale ``E log(a/b) < log(1 + tolerance)``
+    (the effect is the ratio ``a/b``), on the linear scale ``E (a - b) < tolerance``."""
+    if scale == "log":
+        x = _log(a, name) - _log(b, name)
+        bound = math.log1p(tolerance)
+    else:
+        x = np.asarray(a, float) - np.asarray(b, float)
+        bound = tolerance
+    return Case(name, x, (-math.inf, bound), scale, strict, what, noise)
+
+
+def above(name: str, a: Any, b: Any, *, scale: Scale = "log", strict: bool = True, what: str = "",
+          noise: float | None = None) -> Case:
+    """``a`` above ``b``, paired by seed (the effect is ``a/b`` or ``a - b``)."""
+    case = below(name, a, b, scale=scale, strict=strict, what=what, noise=noise)
+    return Case(name, case.values, (0.0, math.inf), scale, strict, what, noise)
+
+
+def threshold(name: str, values: Any, *, lt: float | None = None, gt: float | None = None,
+              scale: Scale = "linear", strict: bool = True, what: str = "", noise: float | None = None) -> Case:
+    """A per-seed statistic's expectation below ``lt`` and/or above ``gt`` (given on the
+    natural scale; on the log scale the values must be positive)."""
+    if lt is None and gt is None:
+        raise ValueError(f"case {name!r}: give lt, gt or both")
+    x = _log(values, name) if scale == "log" else np.asarray(values, float)
+    to = (lambda v: math.log(v)) if scale == "log" else float
+    region = (-math.inf if gt is None else to(gt), math.inf if lt is None else to(lt))
+    return Case(name, x, region, scale, strict, what, noise)
+
+
+def within_factor(name: str, a: Any, b: Any, factor: float, *, what: str = "") -> Case:
+    """``a`` on par with ``b``: the geometric-mean ratio ``a/b`` within ``[1/factor, factor]``."""
+    x = _log(a, name) - _log(b, name)
+    return Case(name, x, (-math.log(factor), math.log(factor)), "log", False, what)
+
+
+# ------------------------------------------------------------------------ claims
+
+
+def _result(text: str, verdict: str, case: Case | None, level: float, detail: str, *,
+            kind: str | None, n_seeds: int | None = None) -> Claim:
+    if case is None:
+        return Claim(text, verdict, detail, kind=kind, n_seeds=n_seeds)
+    mean, low, high = case.interval(level)
+    return Claim(text, verdict, detail, kind=kind, n_seeds=case.n if n_seeds is None else n_seeds,
+                 effect=case.shown(mean), low=case.shown(low), high=case.shown(high),
+                 interval=_interval_name(case, level), effect_label=case.what or case.name)
+
+
+def _interval_name(case: Case, level: float) -> str:
+    pct = f"{100 * level:.4g} %"
+    if case.n >= 2:
+        return f"t, {pct}, paired by seed" + (" (log scale)" if case.scale == "log" else "")
+    if case.n == 1 and case.noise is not None:
+        return f"one seed: value ± {stats.norm.ppf(0.5 + level / 2):.2f} documented noise sd"
+    return "none (one seed, no noise estimate)"
+
+
+def claim(text: str, case: Case, *, kind: str | None = None) -> Claim:
+    """A claim decided by one case."""
+    verdict = case.verdict()
+    return _result(text, verdict, case, LEVEL, case.describe(), kind=kind)
+
+
+def all_of(text: str, cases: Iterable[Case], *, kind: str | None = None) -> Claim:
+    """"For every ...": holds if every case holds (95 %), fails if some case fails at the
+    Bonferroni level ``1 - 0.05/m``, inconclusive otherwise.  The effect shown is the
+    deciding case's: a failing one, else the weakest (an inconclusive one, else the one whose
+    interval comes closest to the region's bound)."""
+    cases = list(cases)
+    if not cases:
+        return Claim(text, INCONCLUSIVE, "no rows in the table to evaluate this claim", kind=kind)
+    strict_level = 1 - (1 - LEVEL) / len(cases)
+    verdicts = [c.verdict() for c in cases]
+    failing = [c for c in cases if c.verdict(strict_level) == FAILS]
+    if failing:
+        verdict, deciding, level = FAILS, failing[0], strict_level
+    elif all(v == HOLDS for v in verdicts):
+        verdict, deciding, level = HOLDS, min(cases, key=_margin), LEVEL
+    else:
+        verdict, level = INCONCLUSIVE, LEVEL
+        deciding = next(c for c, v in zip(cases, verdicts, strict=True) if v != HOLDS)
+    return _summary(text, verdict, cases, deciding, level, strict_level, kind, "every")
+
+
+def any_of(text: str, cases: Iterable[Case], *, kind: str | None = None) -> Claim:
+    """"For some ...": holds if some case holds at the Bonferroni level ``1 - 0.05/m``, fails
+    if every case fails (95 %), inconclusive otherwise."""
+    cases = list(cases)
+    if not cases:
+        return Claim(text, INCONCLUSIVE, "no rows in the table to evaluate this claim", kind=kind)
+    strict_level = 1 - (1 - LEVEL) / len(cases)
+    holding = [c for c in cases if c.verdict(strict_level) == HOLDS]
+    if holding:
+        verdict, deciding, level = HOLDS, max(holding, key=_margin), strict_level
+    elif all(c.verdict() == FAILS for c in cases):
+        verdict, deciding, level = FAILS, max(cases, key=_margin), LEVEL
+    else:
+        verdict, deciding, level = INCONCLUSIVE, max(cases, key=_margin), LEVEL
+    return _summary(text, verdict, cases, deciding, level, strict_level, kind, "some")
+
+
+def _margin(case: Case) -> float:
+    """How far the 95 % interval lies inside the region (negative: it crosses a bound)."""
+    _, low, high = case.interval()
+    lo_bound, hi_bound = case.region
+    return min(low - lo_bound, hi_bound - high)
+
+
+def _summary(text: str, verdict: str, cases: list[Case], deciding: Case, level: float, strict_level: float,
+             kind: str | None, quantifier: str) -> Claim:
+    counts = {v: 0 for v in VERDICTS}
+    for c in cases:
+        counts[c.verdict()] += 1
+    tally = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
+    head = f"{len(cases)} case{'s' if len(cases) != 1 else ''} ({tally} at 95 %"
+    if len(cases) > 1:
+        head += f"; {'fails' if quantifier == 'every' else 'holds'} need {100 * strict_level:.3g} %"
+    head += f"); deciding: {deciding.describe(level)}"
+    others = [c.describe() for c in cases if c is not deciding]
+    detail = head + ("; others: " + "; ".join(others[:7]) + (" ..." if len(others) > 7 else "") if others else "")
+    n_seeds = min(c.n for c in cases)
+    return _result(text, verdict, deciding, level, detail, kind=kind, n_seeds=n_seeds)
+
+
+def exact(text: str, ok: bool, detail: str, *, kind: str | None = None, n_seeds: int | None = None) -> Claim:
+    """A check without sampling noise (a diagram's structure, a table's values, the
+    configuration): it holds or fails outright."""
+    return Claim(text, HOLDS if ok else FAILS, detail, kind=kind, n_seeds=n_seeds, interval="exact (no sampling noise)")
+
+
+def check_all(text: str, cases: Mapping[str, bool], details: Mapping[str, str] | None = None, *,
+              kind: str | None = None) -> Claim:
+    """An exact check that holds iff every case holds; the detail lists the failing cases.
+
+    Only for checks without sampling noise: a comparison of noisy values is a :class:`Case`
+    and is decided by :func:`all_of`."""
+    if not cases:
+        return Claim(text, INCONCLUSIVE, "no rows in the table to evaluate this claim", kind=kind)
+    failed = [name for name, ok in cases.items() if not ok]
+    shown = details or {}
+    if failed:
+        detail = f"fails for {len(failed)}/{len(cases)}: " + "; ".join(
+            f"{name}{' (' + shown[name] + ')' if name in shown else ''}" for name in failed[:8])
+    else:
+        detail = f"holds in all {len(cases)} cases"
+        if shown:
+            detail += ": " + "; ".join(f"{k}: {v}" for k, v in list(shown.items())[:8])
+    return exact(text, not failed, detail, kind=kind)
+
+
+def every_seed(text: str, per_seed_ok: Mapping[Any, bool] | pd.Series, detail: str = "", *,
+               kind: str | None = None) -> Claim:
+    """A property the paper states for every realisation, checked on every seed: it holds
+    if it holds on each, and one counterexample fails it."""
+    ok = {k: bool(v) for k, v in dict(per_seed_ok).items()}
+    if not ok:
+        return Claim(text, INCONCLUSIVE, "no rows in the table to evaluate this claim", kind=kind)
+    bad = [k for k, v in ok.items() if not v]
+    head = (f"holds on all {len(ok)} seeds" if not bad
+            else f"fails on {len(bad)} of {len(ok)} seeds ({', '.join(map(str, bad[:8]))})")
+    return Claim(text, FAILS if bad else HOLDS, head + (f"; {detail}" if detail else ""), kind=kind,
+                 n_seeds=len(ok), interval="every seed (a property of each realisation)")
+
+
+# ------------------------------------------------------------------ per-seed tables
+
+
+def per_seed(table: pd.DataFrame, by: Sequence[str], metric: str | None = "parameter_mse",
+             value: str = "value") -> pd.DataFrame:
+    """The values of ``metric`` as a table with one row per seed and one column per
+    combination of ``by`` (a :class:`pandas.MultiIndex` for several columns).  Several rows of
+    one seed and column (e.g. nodes) are averaged."""
+    rows = table if metric is None else table[table["metric"] == metric]
+    wide = rows.pivot_table(index="seed", columns=list(by), values=value, aggfunc="mean", dropna=False)
+    return wide.sort_index()
+
+
+def seed_values(wide: pd.DataFrame, *keys: Any) -> tuple[np.ndarray, ...]:
+    """The per-seed columns ``keys`` of a :func:`per_seed` table, on the seeds where all of
+    them are present (paired by seed)."""
+    columns = [wide[k] for k in keys]
+    frame = pd.concat(columns, axis=1, keys=range(len(columns))).dropna()
+    return tuple(frame[i].to_numpy(float) for i in range(len(columns)))
+
+
+def mean_over_seeds(table: pd.DataFrame, by: Sequence[str], metric: str = "parameter_mse") -> pd.Series:
+    """Mean of ``metric`` over seeds, indexed by the columns ``by`` (for figures and details,
+    never to decide a claim)."""
     rows = table[table["metric"] == metric]
     return rows.groupby(list(by), dropna=False)["value"].mean()
 
 
 def strictly_increasing(values: Sequence[float]) -> bool:
+    """Exact monotonicity of noiseless values (e.g. a graph's eigenvalues); noisy values are
+    compared with :func:`below` cases."""
     arr = np.asarray(values, float)
     return bool(arr.size >= 2 and np.all(np.diff(arr) > 0))
 
 
-def check_all(text: str, cases: dict[str, bool], details: dict[str, str] | None = None) -> Claim:
-    """A claim that holds iff every case holds; the detail lists the failing cases."""
-    if not cases:
-        return Claim(text, False, "no rows in the table to evaluate this claim")
-    failed = [name for name, ok in cases.items() if not ok]
-    shown = details or {}
-    if failed:
-        detail = f"fails for {len(failed)}/{len(cases)}: " + "; ".join(
-            f"{name}{' (' + shown[name] + ')' if name in shown else ''}" for name in failed[:8]
-        )
-    else:
-        detail = f"holds in all {len(cases)} cases"
-        if shown:
-            detail += ": " + "; ".join(f"{k}: {v}" for k, v in list(shown.items())[:8])
-    return Claim(text, not failed, detail)
+def increasing_cases(wide: pd.DataFrame, keys: Sequence[Any], name: Callable[[Any, Any], str], *,
+                     scale: Scale = "log", what: str = "") -> list[Case]:
+    """"Increases along ``keys``": one :func:`below` case per adjacent pair of columns."""
+    return [below(name(lo, hi), *seed_values(wide, lo, hi), scale=scale, what=what)
+            for lo, hi in zip(keys[:-1], keys[1:], strict=True)]
 
 
 #: Display names of the reference bounds in every comparison of the chapter (issue 17).
@@ -48,25 +367,24 @@ LOCAL, ORACLE, MEAN, CLUSTER_ORACLE = "Local", "Oracle", "Predict the mean", "Cl
 REFERENCES = (LOCAL, ORACLE, MEAN, CLUSTER_ORACLE)
 
 
-def reference_claims(final: pd.Series, *, oracle: str | None = ORACLE) -> list[Claim]:
-    """The reference checks of a comparison on the methods' final losses (by method).
+def reference_claims(final: pd.DataFrame, *, oracle: str | None = ORACLE, scale: Scale = "log") -> list[Claim]:
+    """The reference checks of a comparison on the methods' final losses (a per-seed table:
+    one row per seed, one column per method).
 
     ``[reference] every method ends below predict-the-mean`` and, when ``oracle`` is
     given, ``[reference] the oracle ends below every method``.  These are not the paper's
     claims: they say whether a method learnt anything and whether the reference bounds
     bound (a failure is a defect of a reference or of a method).
     """
-    methods = [m for m in final.index if m not in REFERENCES]
+    methods = [m for m in final.columns if m not in REFERENCES]
     claims = []
-    if MEAN in final.index:
-        claims.append(check_all(
-            "[reference] every method ends below the predict-the-mean loss",
-            {m: bool(final[m] < final[MEAN]) for m in [*methods, *(r for r in (LOCAL, oracle, CLUSTER_ORACLE)
-                                                                      if r in final.index)]},
-            {m: f"{final[m]:.4g} vs {final[MEAN]:.4g}" for m in final.index if m != MEAN}))
-    if oracle is not None and oracle in final.index:
-        claims.append(check_all(
-            f"[reference] the {oracle.lower()} reference ends below every method",
-            {m: bool(final[oracle] < final[m]) for m in methods},
-            {m: f"{oracle} {final[oracle]:.4g} vs {final[m]:.4g}" for m in methods}))
+    if MEAN in final.columns:
+        others = [*methods, *(r for r in (LOCAL, oracle, CLUSTER_ORACLE) if r in final.columns)]
+        claims.append(all_of("[reference] every method ends below the predict-the-mean loss",
+                             [below(m, *seed_values(final, m, MEAN), scale=scale, what=f"{m} / {MEAN}")
+                              for m in others], kind=REFERENCE))
+    if oracle is not None and oracle in final.columns:
+        claims.append(all_of(f"[reference] the {oracle.lower()} reference ends below every method",
+                             [below(m, *seed_values(final, oracle, m), scale=scale, what=f"{oracle} / {m}")
+                              for m in methods], kind=REFERENCE))
     return claims

@@ -36,16 +36,66 @@ __all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "register", "
 Params = Mapping[str, Any]
 
 
+#: The three verdicts (:mod:`.claims` decides them; ``docs/verdicts.md`` states the rule).
+VERDICTS = ("holds", "fails", "inconclusive")
+#: A claim's kind: the paper's own, or a check of the comparison itself.
+CLAIM_KINDS = ("paper", "reference", "diagnostic")
+
+
+def _kind_of(text: str) -> str:
+    for kind in CLAIM_KINDS[1:]:
+        if text.startswith(f"[{kind}]"):
+            return kind
+    return "paper"
+
+
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper, evaluated on a target's table."""
+    """One claim of a paper, decided on a target's table (:mod:`.claims`).
+
+    ``verdict`` is ``holds``, ``fails`` or ``inconclusive``; ``kind`` is ``paper`` (a claim
+    of the paper, or of EXPERIMENTS.md's list for it) or ``reference`` / ``diagnostic`` (a
+    check of the comparison itself; by default read from a ``[reference]`` or
+    ``[diagnostic]`` prefix of the text).  ``effect`` with its interval ``low``..``high``
+    (``interval`` says how it was computed) and ``n_seeds`` are those of the case that
+    decided the claim; exact checks have none.
+    """
 
     claim: str
-    passed: bool
+    verdict: str
     detail: str
+    kind: str | None = None
+    n_seeds: int | None = None
+    effect: float | None = None
+    low: float | None = None
+    high: float | None = None
+    interval: str = ""
+    effect_label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"claim {self.claim!r}: verdict {self.verdict!r} is not one of {VERDICTS}")
+        kind = _kind_of(self.claim) if self.kind is None else self.kind
+        if kind not in CLAIM_KINDS:
+            raise ValueError(f"claim {self.claim!r}: kind {kind!r} is not one of {CLAIM_KINDS}")
+        object.__setattr__(self, "kind", kind)
+
+    @property
+    def passed(self) -> bool:
+        """Whether the claim holds (at the verdict's confidence)."""
+        return self.verdict == "holds"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"claim": self.claim, "passed": bool(self.passed), "detail": self.detail}
+        def num(x: float | None) -> float | str | None:
+            if x is None:
+                return None
+            x = float(x)
+            return x if np.isfinite(x) else ("inf" if x > 0 else ("-inf" if x < 0 else "nan"))
+
+        return {"claim": self.claim, "verdict": self.verdict, "kind": self.kind, "n_seeds": self.n_seeds,
+                "effect": num(self.effect), "effect_label": self.effect_label,
+                "interval": [num(self.low), num(self.high)] if self.low is not None else None,
+                "interval_method": self.interval, "detail": self.detail}
 
 
 def _single_setting(params: Params) -> list[str]:
