@@ -69,19 +69,24 @@ def test_one_log_per_job(built):
 
 
 def test_claims_summary_lists_every_registered_target(built):
+    from networkedfl.experiments.papers import ordered_targets
+
     summary = pd.read_csv(built / "results" / "claims" / "summary.csv", keep_default_na=False)
-    assert list(summary["target"]) == [t for t in EXPERIMENTS if t in TARGETS]
-    for row in summary.itertuples(index=False):
-        claims = json.loads((built / "results" / "claims" / f"{row.target}.json").read_text())
-        assert row.claims == len(claims) > 0
-        assert row.passed == sum(c["passed"] for c in claims)
-        for v in ("published", "paper"):
-            mine = [c for c in claims if c.get("variant") == v]
-            assert getattr(row, f"claims_{v}") == len(mine)
-            assert getattr(row, f"passed_{v}") == sum(c["passed"] for c in mine)
-    assert summary.set_index("target").loc["gtv_fig09_sbm_sampling", "claims_published"] > 0
+    assert list(dict.fromkeys(summary["target"])) == ordered_targets([t for t in EXPERIMENTS if t in TARGETS])
+    for (target, variant), rows in summary.groupby(["target", "variant"], sort=False):
+        (row,) = rows.itertuples(index=False)
+        claims = [c for c in json.loads((built / "results" / "claims" / f"{target}.json").read_text())
+                  if c.get("variant", "") == variant]
+        paper = [c for c in claims if c["kind"] == "paper"]
+        assert row.claims == len(paper) and row.checks == len(claims) - len(paper)
+        for verdict in ("holds", "fails", "inconclusive"):
+            assert getattr(row, verdict) == sum(c["verdict"] == verdict for c in paper)
+        for c in claims:
+            assert c["verdict"] in ("holds", "fails", "inconclusive")
+            assert {"n_seeds", "effect", "interval", "interval_method"} <= set(c)
+    assert set(summary.loc[summary["target"] == "gtv_fig09_sbm_sampling", "variant"]) == {"published", "paper"}
     page = (built / "results" / "index.html").read_text()
-    assert "published " in page and "paper " in page
+    assert "published" in page and "inconclusive" in page
 
 
 def test_index_links_every_output_of_every_target(built):

@@ -17,6 +17,7 @@ if os.path.isdir(os.path.join(_SRC, "networkedfl")):
 
 from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
+from networkedfl.experiments.papers import ordered_targets
 from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
 from networkedfl.pipeline.config import read_yaml, type_command_line_values, validate_config
 from networkedfl.io import Paths
@@ -191,8 +192,18 @@ def selected_targets():
 
 
 def gallery_targets():
-    """The selected targets that have a figure, in registry order."""
-    return [t for t in selected_targets() if get_experiment(t).has_figure]
+    """The selected targets, figures and tables, in the papers' order."""
+    return ordered_targets(selected_targets())
+
+
+def gallery_figures():
+    """The gallery's targets that have a figure (its PNG is copied to docs/gallery/)."""
+    return [t for t in gallery_targets() if get_experiment(t).has_figure]
+
+
+def gallery_tables():
+    """The gallery's table targets (each shown as a table, from its table)."""
+    return [t for t in gallery_targets() if not get_experiment(t).has_figure]
 
 
 #: Quirk-ablation targets: the gallery writes each one's table as Markdown.
@@ -205,7 +216,7 @@ def gallery_ablations():
 
 
 def gallery_tuned():
-    """The selected figure targets with a tuning grid: the gallery lists their tuning."""
+    """The selected targets with a tuning grid: the gallery lists their tuning."""
     return [t for t in gallery_targets() if tuning_settings(config, t)]
 
 

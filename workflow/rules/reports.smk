@@ -130,24 +130,27 @@ rule index:
         "../scripts/render_index.py"
 
 
-# The gallery (docs/gallery/README.md): every figure's PNG copied to docs/gallery/ with a Markdown page that
-# names the paper figure each reproduces, for the selected targets (config `targets`). Not part
-# of `all`: run `snakemake --cores 1 gallery` after a default-config run and commit docs/gallery/.
-
-
+# The gallery (docs/gallery/README.md): the report of the default run, paper by paper in the papers'
+# order: every figure's PNG and every table, with its verdicts, scale, claims, deviations and
+# executed notebook (copied to docs/gallery/notebooks/, which GitHub renders), for the selected
+# targets (config `targets`). Not part of `all`: run `snakemake --cores 1 gallery` after a
+# default-config run and commit docs/gallery/.
 
 
 rule gallery:
     input:
         claims=lambda wildcards: [PATHS.claims(t) for t in gallery_targets()],
-        figures=lambda wildcards: [PATHS.figure(t, "png") for t in gallery_targets()],
+        figures=lambda wildcards: [PATHS.figure(t, "png") for t in gallery_figures()],
+        tables=lambda wildcards: [PATHS.table(t) for t in gallery_tables()],
+        notebooks=lambda wildcards: [PATHS.executed_notebook(t) for t in gallery_targets()],
         ablation=lambda wildcards: [PATHS.table(t) for t in gallery_ablations()],
         tuned=lambda wildcards: [PATHS.table(t) for t in gallery_tuned()],
     output:
         page=PATHS.gallery("README.md"),
         claims=PATHS.gallery("claims.md"),
         tuning=PATHS.gallery("tuning.md"),
-        images=[PATHS.gallery(f"{t}.png") for t in gallery_targets()],
+        images=[PATHS.gallery(f"{t}.png") for t in gallery_figures()],
+        notebooks=[PATHS.gallery(f"notebooks/{t}.ipynb") for t in gallery_targets()],
         ablation=[PATHS.gallery(f"{t}.md") for t in gallery_ablations()],
     log:
         PATHS.log("summary", "gallery"),
@@ -155,7 +158,9 @@ rule gallery:
         CONDA_ENV
     params:
         targets=gallery_targets(),
+        tables=gallery_tables(),
         tuned=gallery_tuned(),
+        experiments=lambda wildcards: {t: config["experiments"][t] for t in gallery_targets()},
     localrule: True
     script:
         "../scripts/render_gallery.py"

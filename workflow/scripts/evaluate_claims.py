@@ -15,4 +15,5 @@ target = snakemake.wildcards.target  # noqa: F821
 config = {"experiments": {target: snakemake.params.experiment}}  # noqa: F821
 claims = evaluate_claims(config, target, pd.read_csv(snakemake.input.table))  # noqa: F821
 write_json(claims, snakemake.output[0])  # noqa: F821
-log.info("%d of %d claims hold for %s", sum(c["passed"] for c in claims), len(claims), target)
+log.info("%s: %s", target, ", ".join(f"{sum(c['verdict'] == v for c in claims)} {v}"
+                                    for v in ("holds", "fails", "inconclusive")))

@@ -1,4 +1,5 @@
-"""Copy every selected figure's PNG to docs/gallery/ and write the gallery page there."""
+"""Write the gallery to docs/gallery/: the report page, claims.md, tuning.md, the quirk
+ablations' tables, every figure's PNG and every executed notebook."""
 
 import json
 import shutil
@@ -9,6 +10,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from networkedfl.experiments.report import table_view  # noqa: E402
 from networkedfl.io import atomic_write  # noqa: E402
 from networkedfl.pipeline.summary import (  # noqa: E402
     ablation_markdown,
@@ -19,20 +21,26 @@ from networkedfl.pipeline.summary import (  # noqa: E402
 )
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
-for source, image in zip(snakemake.input.figures, snakemake.output.images, strict=True):  # noqa: F821
-    atomic_write(image, lambda tmp, source=source: shutil.copyfile(source, tmp))
+inputs, outputs, params = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
+
+
+def write_text(path, text):
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+for source, copy in [*zip(inputs.figures, outputs.images, strict=True),
+                     *zip(inputs.notebooks, outputs.notebooks, strict=True)]:
+    atomic_write(copy, lambda tmp, source=source: shutil.copyfile(source, tmp))
 claims = {target: json.loads(Path(path).read_text(encoding="utf-8"))
-          for target, path in zip(snakemake.params.targets, snakemake.input.claims, strict=True)}  # noqa: F821
-page = ("# Gallery\n\nThe figures of the default configuration, as `snakemake --cores 1 gallery` "
-        "copies them from `results/figures/`.\n\n" + gallery_markdown(summarize_claims(claims)))
-atomic_write(snakemake.output.page, lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))  # noqa: F821
-text = claims_markdown(claims)
-atomic_write(snakemake.output.claims, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))  # noqa: F821
-tuned = {target: pd.read_csv(path) for target, path in zip(snakemake.params.tuned, snakemake.input.tuned,  # noqa: F821
-                                                            strict=True)}
-text = tuning_markdown(tuned)
-atomic_write(snakemake.output.tuning, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))  # noqa: F821
-for table, out in zip(snakemake.input.ablation, snakemake.output.ablation, strict=True):  # noqa: F821
-    text = ablation_markdown(pd.read_csv(table))
-    atomic_write(out, lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8"))
-log.info("gallery of %d figures in %s", len(snakemake.output.images), Path(snakemake.output.page).parent)  # noqa: F821
+          for target, path in zip(params.targets, inputs.claims, strict=True)}
+tables = {target: table_view(target, pd.read_csv(path)) for target, path in zip(params.tables, inputs.tables, strict=True)}
+page_dir = Path(outputs.page).parent
+notebooks = {target: str(Path(path).relative_to(page_dir)) for target, path in zip(params.targets, outputs.notebooks,
+                                                                                     strict=True)}
+write_text(outputs.page, gallery_markdown(summarize_claims(claims), params.experiments, tables, notebooks=notebooks))
+write_text(outputs.claims, claims_markdown(claims))
+write_text(outputs.tuning, tuning_markdown({t: pd.read_csv(p) for t, p in zip(params.tuned, inputs.tuned, strict=True)}))
+for table, out in zip(inputs.ablation, outputs.ablation, strict=True):
+    write_text(out, ablation_markdown(pd.read_csv(table)))
+log.info("gallery of %d targets (%d figures, %d tables) in %s", len(params.targets), len(outputs.images),
+         len(params.tables), page_dir)

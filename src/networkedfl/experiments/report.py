@@ -31,7 +31,7 @@ from ..plotting import claims_frame, save_figure, tuning_summary
 from .deviations import deviation_link
 from .registry import get_experiment
 
-__all__ = ["DEVIATIONS_ROOT", "Report", "load_target"]
+__all__ = ["DEVIATIONS_ROOT", "TABLE_VIEWS", "Report", "load_target", "table_view"]
 
 #: The deviation pages as seen from the rendered notebook ``results/reports/<id>.html``.
 DEVIATIONS_ROOT = "../../docs/deviations"
@@ -85,19 +85,21 @@ class Report:
         return self
 
     def claims_counts(self) -> list[str]:
-        """``"<n> of <m> claims hold"``, per variant where the claims have variants."""
+        """``"the paper's 5 claims: 3 hold, 1 fails, 1 inconclusive (checks: 2 hold)"``, per
+        variant where the claims have variants (docs/verdicts.md)."""
         frame = self.claims
-        if "variant" not in frame:
-            return [f"{int(frame['passed'].sum())} of {len(frame)} claims hold"]
-        return [f"{variant}: {int(part['passed'].sum())} of {len(part)} claims hold"
-                for variant, part in frame.groupby("variant", sort=False)]
+        parts = frame.groupby("variant", sort=False) if "variant" in frame else [(None, frame)]
+        return [(f"{variant}: " if variant else "") + _counts_line(part) for variant, part in parts]
 
     def show_claims(self) -> Any:
-        """Print the claim counts and return the claims table, ``passed`` in green / red."""
+        """Print the claim counts and return the claims table (verdict, claim, effect with its
+        95 % interval, seeds, detail), the verdict coloured."""
         for line in self.claims_counts():
             print(line)
-        return self.claims.style.map(
-            lambda v: "color: green" if v is True else ("color: red" if v is False else ""), subset=["passed"])
+        columns = [c for c in ("variant", "verdict", "claim", "effect_label", "effect", "interval", "n_seeds", "detail")
+                   if c in self.claims]
+        colour = {"holds": "color: green", "fails": "color: red", "inconclusive": "color: darkorange"}
+        return self.claims[columns].style.map(lambda v: colour.get(v, ""), subset=["verdict"])
 
     def show_figure(self, fig: Any) -> None:
         """Write ``fig`` to the target's figure PDF and PNG and show it."""
@@ -122,6 +124,42 @@ class Report:
         summary = tuning_summary(self.table)
         _display(summary[summary["chosen"]].set_index("method"))
         return summary.pivot_table(index="grid point", columns="method", values="validation loss", sort=False)
+
+
+def _counts_line(frame: pd.DataFrame) -> str:
+    kinds = frame["kind"] if "kind" in frame else pd.Series("paper", index=frame.index)
+    paper, checks = frame[kinds == "paper"], frame[kinds != "paper"]
+
+    def tally(part: pd.DataFrame) -> str:
+        counts = part["verdict"].value_counts()
+        return ", ".join(f"{int(counts[v])} {v}" for v in ("holds", "fails", "inconclusive") if v in counts)
+
+    line = f"the paper's {len(paper)} claims: {tally(paper) or 'none'}"
+    return line + (f" (checks: {tally(checks)})" if len(checks) else "")
+
+
+#: The function of each table target's figures module that shows its table (the notebook
+#: and the gallery): target -> (module, function).
+TABLE_VIEWS = {
+    "gtv_table1_highdim_sbm": ("networkedfl.experiments.gtv.figures", "highdim_sbm"),
+    "gtv_table2_mnist_clusters": ("networkedfl.experiments.gtv.figures", "mnist_clusters"),
+    "gtv_table3_covariance": ("networkedfl.experiments.gtv.figures", "covariance_errors"),
+    "gfl_table10_1_settings": ("networkedfl.experiments.gfl.figures", "settings_table"),
+    "gfl_table10_2_review_stats": ("networkedfl.experiments.gfl.figures", "review_stats"),
+    "lecture_table1_fedsgd_fedavg": ("networkedfl.experiments.lecture.figures", "upload_table"),
+}
+
+
+def table_view(target: str, table: pd.DataFrame) -> pd.DataFrame:
+    """The table target ``target``'s table as its notebook shows it (a DataFrame; a styled
+    table gives its data)."""
+    import importlib
+
+    if target not in TABLE_VIEWS:
+        raise KeyError(f"{target!r} has no table view (networkedfl.experiments.report.TABLE_VIEWS)")
+    module, name = TABLE_VIEWS[target]
+    view = getattr(importlib.import_module(module), name)(table)
+    return getattr(view, "data", view)
 
 
 def _pipeline_params(path: str) -> dict[str, Any]:

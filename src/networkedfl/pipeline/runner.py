@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms.errors import NonFiniteError
-from ..experiments import get_experiment
+from ..experiments import Claim, get_experiment
 from ..experiments.tuning import (
     evaluate_point,
     for_setting,
@@ -335,7 +335,7 @@ def evaluate_claims(config: Mapping[str, Any], target: str, table: pd.DataFrame)
                        for c in _claims_of(target, rows.reset_index(drop=True), variant_params(params, variant))]
     for c in claims:
         shown = f"[{c['variant']}] " if "variant" in c else ""
-        log.info("[%s] %s: %s%s (%s)", "PASS" if c["passed"] else "FAIL", target, shown, c["claim"], c["detail"])
+        log.info("[%s] %s: %s%s (%s)", c["verdict"].upper(), target, shown, c["claim"], c["detail"])
     return claims
 
 
@@ -346,5 +346,5 @@ def _claims_of(target: str, table: pd.DataFrame, params: Mapping[str, Any]) -> l
         return [c.as_dict() for c in get_experiment(target).claims(table, params)]
     except Exception as exc:  # a broken claim must not hide the others' results
         log.exception("claims of %s could not be evaluated", target)
-        return [{"claim": "claims evaluation", "passed": False,
-                 "detail": f"error while evaluating the claims: {type(exc).__name__}: {exc}"}]
+        return [Claim("claims evaluation", "fails",
+                      f"error while evaluating the claims: {type(exc).__name__}: {exc}").as_dict()]

@@ -11,61 +11,90 @@ from typing import Any
 import pandas as pd
 
 from ..experiments import get_experiment
+from ..experiments.papers import PAPERS, paper_of
 
-__all__ = ["ablation_markdown", "gallery_markdown", "job_seconds", "render_index", "summarize_claims"]
+__all__ = ["ablation_markdown", "claims_markdown", "gallery_markdown", "job_seconds", "markdown_table",
+           "paper_summary", "render_index", "scale_line", "summarize_claims", "tuning_markdown"]
 
-SUMMARY_COLUMNS = ["target", "kind", "source", "title", "claims", "passed", "failed", "all_passed", "failed_claims"]
-#: Variants whose counts get their own columns, in this order (see experiments.variants).
-VARIANTS = ["published", "paper"]
-VARIANT_COLUMNS = [f"{kind}_{v}" for v in VARIANTS for kind in ("claims", "passed")]
+#: The verdicts in the order they are shown.
+VERDICTS = ("holds", "fails", "inconclusive")
+SUMMARY_COLUMNS = [
+    "paper", "target", "variant", "kind", "source", "title",
+    "claims", "holds", "fails", "inconclusive", "decided",
+    "checks", "checks_hold", "checks_fail", "checks_inconclusive",
+    "min_seeds", "max_seeds", "failed_claims", "inconclusive_claims",
+]
 
 
 def _claim_name(c: Mapping[str, Any]) -> str:
     return f"[{c['variant']}] {c['claim']}" if c.get("variant") else str(c["claim"])
 
 
-def variant_counts(row: Any) -> str:
-    """``"published 7/9 · paper 5/9"`` for a summary row with variants, else ``""``."""
-    parts = [f"{v} {int(getattr(row, f'passed_{v}'))}/{int(getattr(row, f'claims_{v}'))}"
-             for v in VARIANTS if getattr(row, f"claims_{v}", 0) and getattr(row, f"claims_{v}") > 0]
-    return " · ".join(parts)
+def _is_paper(c: Mapping[str, Any]) -> bool:
+    return c.get("kind", "paper") == "paper"
 
 
 def summarize_claims(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.DataFrame:
-    """One row per target: how many of its claims were evaluated and how many hold.
-
-    Targets that run in variants (``published``, ``paper``) also get the counts per variant
-    (``claims_<variant>``, ``passed_<variant>``; 0 claims for targets without variants);
-    ``claims`` and ``passed`` count over all variants.
+    """One row per target and variant (``variant`` empty for targets without variants): how
+    many of the paper's claims hold, fail and are inconclusive (``decided`` = hold + fail),
+    and the same counts of the ``[reference]`` and ``[diagnostic]`` checks, kept apart.
 
     Parameters
     ----------
     claims
         The evaluated claims of each target (the contents of ``results/claims/<id>.json``),
-        in the order the rows should appear.
+        in the order the rows should appear (:func:`~networkedfl.experiments.papers.ordered_targets`).
     """
     rows = []
     for target, evaluated in claims.items():
         experiment = get_experiment(target)
-        failed = [_claim_name(c) for c in evaluated if not c["passed"]]
-        per_variant = {}
-        for v in VARIANTS:
-            mine = [c for c in evaluated if c.get("variant") == v]
-            per_variant[f"claims_{v}"] = len(mine)
-            per_variant[f"passed_{v}"] = sum(bool(c["passed"]) for c in mine)
-        rows.append({
-            "target": target,
-            "kind": experiment.kind,
-            "source": experiment.source,
-            "title": experiment.title,
-            "claims": len(evaluated),
-            "passed": len(evaluated) - len(failed),
-            "failed": len(failed),
-            "all_passed": not failed and len(evaluated) > 0,
-            "failed_claims": " | ".join(failed),
-            **per_variant,
-        })
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS + VARIANT_COLUMNS)
+        variants = list(dict.fromkeys(c.get("variant", "") for c in evaluated)) or [""]
+        for variant in variants:
+            mine = [c for c in evaluated if c.get("variant", "") == variant]
+            paper = [c for c in mine if _is_paper(c)]
+            checks = [c for c in mine if not _is_paper(c)]
+            seeds = [int(c["n_seeds"]) for c in mine if c.get("n_seeds") is not None]
+            count = {v: sum(c["verdict"] == v for c in paper) for v in VERDICTS}
+            rows.append({
+                "paper": paper_of(target).key, "target": target, "variant": variant, "kind": experiment.kind,
+                "source": experiment.source, "title": experiment.title,
+                "claims": len(paper), **count, "decided": count["holds"] + count["fails"],
+                "checks": len(checks),
+                **{f"checks_{name}": sum(c["verdict"] == v for c in checks)
+                   for name, v in zip(("hold", "fail", "inconclusive"), VERDICTS, strict=True)},
+                "min_seeds": min(seeds, default=0), "max_seeds": max(seeds, default=0),
+                "failed_claims": " | ".join(c["claim"] for c in paper if c["verdict"] == "fails"),
+                "inconclusive_claims": " | ".join(c["claim"] for c in paper if c["verdict"] == "inconclusive"),
+            })
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def paper_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per paper and variant (in the papers' order): the paper's claims that hold, fail and
+    are inconclusive, the share decided, and the checks apart.  A target without variants
+    counts under variant ``""``; the GTV targets count under ``published`` and ``paper``."""
+    counts = ["claims", "holds", "fails", "inconclusive", "decided", "checks", "checks_hold", "checks_fail",
+              "checks_inconclusive"]
+    order = {p.key: i for i, p in enumerate(PAPERS)}
+    out = summary.groupby(["paper", "variant"], sort=False)[counts].sum().reset_index()
+    out = out.sort_values("paper", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+    out.insert(0, "name", out["paper"].map({p.key: p.name for p in PAPERS}))
+    return out
+
+
+def _verdict_counts(row: Any) -> str:
+    """``"3 hold · 1 fail · 2 inconclusive"`` (the paper's claims of one summary row)."""
+    if not row.claims:
+        return "no claims"
+    return " · ".join(f"{getattr(row, v)} {name}" for v, name in
+                      (("holds", "hold"), ("fails", "fail"), ("inconclusive", "inconclusive")) if getattr(row, v))
+
+
+def _checks_counts(row: Any) -> str:
+    if not row.checks:
+        return ""
+    parts = [f"{getattr(row, f'checks_{n}')} {n}" for n in ("hold", "fail", "inconclusive") if getattr(row, f"checks_{n}")]
+    return f"checks: {' · '.join(parts)}"
 
 
 _FINISHED = re.compile(r"finished \S+: \d+ rows in ([0-9.]+) s")
@@ -102,7 +131,8 @@ def render_index(
     *,
     title: str = "networkedfl: reproduced figures and tables",
 ) -> str:
-    """The index page: a summary of claims and, per target, links to all its outputs.
+    """The index page: the verdicts per paper and variant, then per target (in the papers'
+    order) its verdicts and links to all its outputs.
 
     Parameters
     ----------
@@ -115,72 +145,182 @@ def render_index(
         Per target, the compute time of its jobs (shown if known).
     """
     seconds = seconds or {}
-    total, passed = int(summary["claims"].sum()), int(summary["passed"].sum())
+    papers = paper_summary(summary)
+    head = "".join(
+        f"<tr><td>{html.escape(r.name)}</td><td>{html.escape(r.variant)}</td><td>{r.claims}</td><td>{r.holds}</td>"
+        f"<td>{r.fails}</td><td>{r.inconclusive}</td><td>{_percent(r.decided, r.claims)}</td>"
+        f"<td>{r.checks_hold}/{r.checks_fail}/{r.checks_inconclusive}</td></tr>"
+        for r in papers.itertuples(index=False))
     rows = []
-    for row in summary.itertuples(index=False):
-        out = links[row.target]
-        status = "all hold" if row.all_passed else f"{row.failed} fail"
-        by_variant = variant_counts(row)
-        if by_variant:
-            status += f"; {by_variant}"
-        time_cell = f"{seconds[row.target]:.0f} s" if seconds.get(row.target) is not None else ""
-        thumb = (f'<a href="{html.escape(out["png"])}"><img src="{html.escape(out["png"])}" alt="{row.target}" '
-                 'width="220"></a>') if out.get("png") else ""
-        failed = f"<br><small>failed: {html.escape(row.failed_claims)}</small>" if row.failed else ""
+    for target, part in summary.groupby("target", sort=False):
+        out = links[target]
+        first = part.iloc[0]
+        verdicts = "<br>".join(
+            (f"<b>{html.escape(r.variant)}</b>: " if r.variant else "") + html.escape(_verdict_counts(r))
+            + (f"<br><small>{html.escape(_checks_counts(r))}</small>" if r.checks else "")
+            + (f"<br><small>fail: {html.escape(r.failed_claims)}</small>" if r.fails else "")
+            + (f"<br><small>inconclusive: {html.escape(r.inconclusive_claims)}</small>" if r.inconclusive else "")
+            for r in part.itertuples(index=False))
+        state = "fail" if part["fails"].sum() else ("open" if part["inconclusive"].sum() else "ok")
+        time_cell = f"{seconds[target]:.0f} s" if seconds.get(target) is not None else ""
+        thumb = (f'<a href="{html.escape(out["png"])}"><img src="{html.escape(out["png"])}" alt="{target}" '
+                 'width="260"></a>') if out.get("png") else ""
         rows.append(
-            f'<tr class="{"ok" if row.all_passed else "fail"}">'
-            f"<td><b>{html.escape(row.target)}</b><br>{html.escape(row.source)}<br><small>{html.escape(row.title)}</small></td>"
-            f"<td>{thumb}</td>"
-            f"<td>{row.passed}/{row.claims} ({status}){failed}</td>"
-            f"<td>{time_cell}</td>"
+            f'<tr class="{state}">'
+            f"<td><b>{html.escape(target)}</b><br>{html.escape(first.source)}<br>"
+            f"<small>{html.escape(first.title)}</small></td>"
+            f"<td>{thumb}</td><td>{verdicts}</td><td>{time_cell}</td>"
             "<td>" + " · ".join(filter(None, [
                 _link(out.get("report"), "report"), _link(out.get("notebook"), "notebook"),
                 _link(out.get("table"), "table"), _link(out.get("claims"), "claims"),
                 _link(out.get("pdf"), "PDF"), _link(out.get("png"), "PNG"),
             ])) + "</td></tr>"
         )
+    total, decided = int(summary["claims"].sum()), int(summary["decided"].sum())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
 body {{ font-family: sans-serif; margin: 2em; }}
-table {{ border-collapse: collapse; }}
+table {{ border-collapse: collapse; margin-bottom: 1.5em; }}
 td, th {{ border: 1px solid #ccc; padding: 6px; vertical-align: top; }}
 tr.ok td:nth-child(3) {{ background: #e6f4e6; }}
+tr.open td:nth-child(3) {{ background: #fff6d5; }}
 tr.fail td:nth-child(3) {{ background: #fbe9e7; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
-<p>{len(summary)} targets; {passed} of {total} claims hold
+<p>{summary["target"].nunique()} targets; of the papers' {total} claims (counted per variant), {int(summary["holds"].sum())}
+hold, {int(summary["fails"].sum())} fail and {int(summary["inconclusive"].sum())} are inconclusive
+({_percent(decided, total)} decided). Every verdict is decided from per-seed values with a 95 % interval
+(docs/verdicts.md); the <code>[reference]</code> and <code>[diagnostic]</code> checks are counted apart
 (<a href="claims/summary.csv">claims/summary.csv</a>).</p>
 <table>
-<tr><th>target</th><th>figure</th><th>claims</th><th>compute</th><th>outputs</th></tr>
+<tr><th>paper</th><th>variant</th><th>claims</th><th>hold</th><th>fail</th><th>inconclusive</th><th>decided</th>
+<th>checks hold/fail/inconclusive</th></tr>
+{head}
+</table>
+<table>
+<tr><th>target</th><th>figure</th><th>verdicts</th><th>compute</th><th>outputs</th></tr>
 {chr(10).join(rows)}
 </table></body></html>
 """
 
 
-def gallery_markdown(summary: pd.DataFrame, image_prefix: str = "") -> str:
-    """A Markdown gallery: per target with a figure, its PNG, the paper figure it
-    reproduces and how many of its claims hold.
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f} %" if whole else "n/a"
+
+
+def _lookup(params: Mapping[str, Any], dotted: str) -> Any:
+    value: Any = params
+    for key in dotted.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def scale_line(target: str, params: Mapping[str, Any]) -> str:
+    """The default run's scale against the paper's: the seeds, then every parameter the
+    target registers in ``paper_scale`` (``key: value (paper: ...)``)."""
+    reps = params.get("repetitions")
+    parts = [f"{reps} seed{'s' if reps != 1 else ''}" if reps is not None else "seeds: n/a"]
+    for key, paper in get_experiment(target).paper_scale.items():
+        value = _lookup(params, key)
+        shown = "all" if value is None and key in params else ("n/a" if value is None else value)
+        parts.append(f"{key} = {shown} (paper: {paper})")
+    return "; ".join(parts)
+
+
+def markdown_table(frame: pd.DataFrame, *, index: bool = True, digits: int = 4) -> str:
+    """A DataFrame as a Markdown table (numbers to ``digits`` significant digits)."""
+    frame = frame.reset_index() if index and (frame.index.name or any(frame.index.names)) else frame
+
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return "" if pd.isna(v) else f"{v:.{digits}g}"
+        return _cell(v)
+
+    head = [str(c) if not isinstance(c, tuple) else " ".join(map(str, c)) for c in frame.columns]
+    lines = ["| " + " | ".join(_cell(h) for h in head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def _summary_markdown(summary: pd.DataFrame) -> list[str]:
+    papers = paper_summary(summary)
+    lines = ["| paper | variant | claims | hold | fail | inconclusive | decided | checks (hold · fail · inconclusive) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in papers.itertuples(index=False):
+        lines.append(f"| {r.name} | {r.variant or '–'} | {r.claims} | {r.holds} | {r.fails} | {r.inconclusive} | "
+                     f"{_percent(r.decided, r.claims)} | {r.checks_hold} · {r.checks_fail} · {r.checks_inconclusive} |")
+    total, decided = int(papers["claims"].sum()), int(papers["decided"].sum())
+    lines.append(f"| **all** | | **{total}** | **{int(papers['holds'].sum())}** | **{int(papers['fails'].sum())}** | "
+                 f"**{int(papers['inconclusive'].sum())}** | **{_percent(decided, total)}** | |")
+    return lines
+
+
+def gallery_markdown(
+    summary: pd.DataFrame,
+    params: Mapping[str, Mapping[str, Any]],
+    tables: Mapping[str, pd.DataFrame] | None = None,
+    *,
+    notebooks: Mapping[str, str] | None = None,
+    image_prefix: str = "",
+    deviations_root: str = "../deviations",
+) -> str:
+    """The gallery as a report: a summary of verdicts per paper and variant, then per paper,
+    in the paper's order, every figure and table with its verdicts, its scale against the
+    paper's, links to its claims (with their intervals), deviations and notebook, and the
+    figure (at full width, linked to the full-size image) or the table.
 
     Parameters
     ----------
     summary
-        The table of :func:`summarize_claims` (rows in gallery order).
-    image_prefix
-        Prefix of the image paths, ``<prefix><target>.png`` (e.g. ``"docs/gallery/"`` for a
-        page at the repository root).
+        The table of :func:`summarize_claims`, rows in the papers' order.
+    params
+        Per target, the parameters it ran with (the config block).
+    tables
+        Per table target, the table to show (a DataFrame; a target missing here shows a link
+        to its notebook only).
+    notebooks
+        Per target, the href of its rendered notebook.
     """
-    lines = ["| reproduces | figure | claims that hold |", "|---|---|---|"]
-    for row in summary.itertuples(index=False):
-        if not get_experiment(row.target).has_figure:
+    from ..experiments.deviations import deviation_link
+
+    tables, notebooks = tables or {}, notebooks or {}
+    lines = [
+        "# Gallery: the papers' results as the default configuration reproduces them", "",
+        "Generated by `snakemake --cores 1 gallery` from a default-configuration run; do not edit. Every claim "
+        "is decided from per-seed values with a 95 % interval ([the rule](../verdicts.md)): it **holds**, "
+        "**fails**, or is **inconclusive** (the difference is inside the noise at this number of seeds). "
+        "`[reference]` and `[diagnostic]` checks of the comparisons themselves are counted apart "
+        "(\"checks\"). The GTV targets run two variants: `published` (the authors' notebooks) and `paper` "
+        "(the paper's equations; [docs/variants.md](../variants.md)). [claims.md](claims.md) lists every "
+        "claim with its effect, interval and seeds; [tuning.md](tuning.md) the chapter's tuning.", "",
+        "## Summary", "", *_summary_markdown(summary), "",
+    ]
+    for paper in PAPERS:
+        part = summary[summary["paper"] == paper.key]
+        if part.empty:
             continue
-        image = f"{image_prefix}{row.target}.png"
-        caption = f"{row.source}: {row.title}".replace("|", "\\|")  # a "|" would end the cell
-        lines.append(
-            f"| {caption}<br>`{row.target}` "
-            f'| <img src="{image}" alt="{row.target}" width="420"> '
-            f"| {row.passed}/{row.claims}{'<br>' + variant_counts(row) if variant_counts(row) else ''} |"
-        )
+        lines += [f"## {paper.name}", "", f"{paper.citation} (`../shared/papers/{paper.file}`).", ""]
+        for target, rows in part.groupby("target", sort=False):
+            experiment = get_experiment(target)
+            first = rows.iloc[0]
+            links = [f"[claims](claims.md#{target})"]
+            if target in notebooks:
+                links.append(f"[notebook]({notebooks[target]})")
+            devs = ", ".join(f"[{d}]({deviation_link(d, deviations_root)})" for d in experiment.deviations)
+            lines += [f"### {first.source}: {_cell(first.title)}", "",
+                      f"`{target}` · " + " · ".join(links) + (f" · deviations: {devs}" if devs else ""), ""]
+            verdicts = [f"| {('`' + r.variant + '`') if r.variant else 'claims'} | {_verdict_counts(r)} | "
+                        f"{_checks_counts(r).removeprefix('checks: ') or '–'} |" for r in rows.itertuples(index=False)]
+            lines += ["| | the paper's claims | checks |", "|---|---|---|", *verdicts, "",
+                      f"**Scale of this run**: {scale_line(target, params.get(target, {}))}.", ""]
+            if experiment.has_figure:
+                image = f"{image_prefix}{target}.png"
+                lines += [f"[![{target}]({image})]({image})", ""]
+            elif target in tables:
+                lines += [markdown_table(tables[target]), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -217,22 +357,52 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _number(x: Any) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, str):
+        return x
+    return f"{x:.3g}"
+
+
 def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
-    """Every target's claims as a Markdown page: per claim whether it holds and what was
-    measured (the claim's detail), per variant where the target has variants."""
+    """Every target's claims as a Markdown page, per paper in the papers' order: per claim its
+    verdict, the effect of the case that decided it with its 95 % interval, the number of
+    seeds and what was measured (per variant where the target has variants)."""
     lines = ["# Claims, as measured", "",
-             "Every claim of every figure in the gallery, evaluated on the default configuration's "
-             "tables (written by `snakemake --cores 1 gallery` from `results/claims/`; do not edit). "
-             "`[reference]` and `[diagnostic]` lines are checks of the comparison itself, not the "
-             "paper's claims (docs/tuning.md).", ""]
-    for target, entries in claims.items():
-        experiment = get_experiment(target)
-        held = sum(bool(c["passed"]) for c in entries)
-        lines += [f"## `{target}`: {experiment.source}", "", f"{held} of {len(entries)} hold.", "",
-                  "| holds | claim | measured |", "|---|---|---|"]
-        lines += [f"| {'yes' if c['passed'] else '**no**'} | {_cell(_claim_name(c))} | {_cell(c['detail'])} |"
-                  for c in entries]
-        lines.append("")
+             "Every claim of every target, evaluated on the default configuration's tables (written by "
+             "`snakemake --cores 1 gallery` from `results/claims/`; do not edit). Verdicts, effects and intervals "
+             "follow [docs/verdicts.md](../verdicts.md): the effect is that of the case that decided the claim "
+             "(a ratio on the log scale, a difference on the linear scale), with its 95 % interval. `[reference]` "
+             "and `[diagnostic]` lines are checks of the comparison itself, not the paper's claims "
+             "([docs/tuning.md](../tuning.md)).", ""]
+    for paper in PAPERS:
+        mine = [t for t in paper.targets if t in claims]
+        if not mine:
+            continue
+        lines += [f"## {paper.name}", ""]
+        for target in mine:
+            entries = claims[target]
+            experiment = get_experiment(target)
+            paper_claims = [c for c in entries if _is_paper(c)]
+            tally = ", ".join(f"{sum(c['verdict'] == v for c in paper_claims)} {v}" for v in VERDICTS)
+            lines += [f'<a id="{target}"></a>', "", f"### `{target}`: {experiment.source}", "",
+                      f"The paper's claims: {tally}.", "",
+                      "| verdict | claim | effect [95 % interval] | seeds | measured |", "|---|---|---|---|---|"]
+            for c in entries:
+                verdict = c["verdict"]
+                shown = f"**{verdict}**" if verdict != "holds" else verdict
+                interval = c.get("interval")
+                effect = ""
+                if c.get("effect") is not None:
+                    effect = f"{_cell(c.get('effect_label', ''))}: {_number(c['effect'])}"
+                    if interval:
+                        effect += f" [{_number(interval[0])}, {_number(interval[1])}]"
+                elif c.get("interval_method"):
+                    effect = _cell(c["interval_method"])
+                seeds = "" if c.get("n_seeds") is None else str(c["n_seeds"])
+                lines.append(f"| {shown} | {_cell(_claim_name(c))} | {effect} | {seeds} | {_cell(c['detail'])} |")
+            lines.append("")
     return "\n".join(lines)
 
 

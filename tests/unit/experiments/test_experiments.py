@@ -138,19 +138,38 @@ def test_a_job_whose_input_files_are_missing_names_them(test_config, tmp_path, m
         run_job(test_config, target, job_settings(test_config, target)[0], 0)
 
 
-def test_gallery_rows_keep_three_cells_when_a_title_holds_a_pipe():
-    """The gallery is a Markdown table: a "|" in a title (|C2|) must not open a new cell."""
+def test_gallery_is_a_report_in_the_papers_order_with_tables_and_a_summary():
+    """The gallery: a summary of verdicts per paper and variant, then every target of a paper
+    in the paper's order (a figure linked at full size, a table as a table), its verdicts and
+    scale; a "|" in a title (|C2|) must not open a new table cell."""
+    from networkedfl.experiments.claims import below, claim, exact
     from networkedfl.pipeline.summary import gallery_markdown, summarize_claims
 
-    claims = {t: [{"claim": "c", "passed": True, "detail": ""}]
-              for t in ("gtv_fig11_unbalanced", "gtv_table1_highdim_sbm", "gtv_fig03_chain_sampling")}
+    noisy = claim("c", below("x", [1.0, 2.0, 1.5], [1.1, 1.9, 1.6])).as_dict()
+    claims = {
+        "gtv_table1_highdim_sbm": [exact("t", True, "").as_dict()],
+        "gtv_fig03_chain_sampling": [{**noisy, "variant": "published"}, {**noisy, "variant": "paper"}],
+        "gtv_fig11_unbalanced": [exact("u", False, "").as_dict(), exact("[reference] r", True, "").as_dict()],
+    }
+    params = {t: {"repetitions": 5} for t in claims}
+    table = pd.DataFrame({"method": ["Alg. 1", "FedAvg"], "label MSE": [0.1234567, 2.0]})
+    page = gallery_markdown(summarize_claims(claims), params, {"gtv_table1_highdim_sbm": table},
+                            notebooks={t: f"notebooks/{t}.ipynb" for t in claims})
     assert "|C2|" in get_experiment("gtv_fig11_unbalanced").title
-    lines = gallery_markdown(summarize_claims(claims), "docs/gallery/").splitlines()
-    assert len(lines) == 2 + 2  # header, rule, the two targets with a figure (not the table)
-    for line in lines[2:]:
-        unescaped = line.replace("\\|", "")
-        assert unescaped.count("|") == 4, line
-    assert 'src="docs/gallery/gtv_fig11_unbalanced.png"' in lines[2] + lines[3]
+    summary = page.split("## Summary", 1)[1].split("## ", 1)[0]
+    assert "| GTV paper | published | 1 | 0 | 0 | 1 | 0 % |" in summary
+    assert "| **all** | | **4** | **1** | **1** | **2** | **50 %** |" in summary
+    order = [page.index(f"`{t}` ·") for t in ("gtv_table1_highdim_sbm", "gtv_fig03_chain_sampling",
+                                              "gtv_fig11_unbalanced")]
+    assert order == sorted(order)  # Table I, Fig. 3, Fig. 11: the paper's order
+    assert "| Alg. 1 | 0.1235 |" in page  # the table, as a table
+    assert "[![gtv_fig03_chain_sampling](gtv_fig03_chain_sampling.png)](gtv_fig03_chain_sampling.png)" in page
+    assert "[notebook](notebooks/gtv_fig11_unbalanced.ipynb)" in page
+    assert "**Scale of this run**: 5 seeds" in page
+    heading = next(line for line in page.splitlines() if line.startswith("### ") and "C2" in line)
+    assert "\\|C2\\|" in heading
+    rows = [line for line in page.splitlines() if line.startswith("| `published`") or line.startswith("| claims")]
+    assert all(line.replace("\\|", "").count("|") == 4 for line in rows), rows
 
 
 @pytest.mark.parametrize("target", ["fedrelax_fig02a_trees_dm", "fedrelax_fig04_noniid_trees"])
