@@ -300,12 +300,24 @@ def claims_frame(path: str | os.PathLike) -> pd.DataFrame:
 
 def tuning_summary(table: pd.DataFrame) -> pd.DataFrame:
     """The tuning protocol's rows as one table: per method and grid point its validation
-    loss (mean over the tuning seeds) and whether it was chosen.  Empty if untuned."""
+    loss (mean over the tuning seeds) and whether it was chosen.  With successive halving,
+    the loss at the last rung the point reached and that rung's horizon (``rounds``: a point
+    stopped early has fewer).  Empty if untuned."""
     rows = table[table["metric"] == "tuning_validation_loss"]
+    columns = ["method", "grid point", "validation loss", "chosen"]
     if rows.empty:
-        return pd.DataFrame(columns=["method", "grid point", "validation loss", "chosen"])
+        return pd.DataFrame(columns=columns)
+    halved = "tuning_rung" in rows and rows["tuning_rung"].notna().any()
+    if halved:
+        last = rows.groupby(["method", "tuning_point"])["tuning_rung"].transform("max")
+        rows = rows[rows["tuning_rung"] == last]
     chosen = table[table["metric"] == "tuning_chosen"].groupby("method")["tuning_point"].first()
-    out = rows[["method", "tuning_point", "tuning_values", "value"]].copy()
+    out = rows[["method", "tuning_point", "tuning_values", "value", *(["tuning_horizon"] if halved else [])]].copy()
     out["chosen"] = [chosen.get(m) == p for m, p in zip(out["method"], out["tuning_point"], strict=True)]
-    out = out.rename(columns={"tuning_values": "grid point", "value": "validation loss"})
-    return out.drop(columns="tuning_point").reset_index(drop=True)
+    out = out.rename(columns={"tuning_values": "grid point", "value": "validation loss", "tuning_horizon": "rounds"})
+    if halved:
+        out["rounds"] = out["rounds"].astype(int)
+        out = out[["method", "grid point", "rounds", "validation loss", "chosen"]]
+    return out.drop(columns="tuning_point", errors="ignore").reset_index(drop=True)
+
+

@@ -24,6 +24,20 @@ The protocol, the same for every method of the target:
    diverged the target stops with an error naming the method;
 4. the target's runs use the chosen values, on the full training data.
 
+**Successive halving** (optional, ``halving`` in the tuning block; docs/tuning.md)::
+
+    tuning:
+      halving: {eta: 3, horizon: rounds}
+
+evaluates every point on a fraction of the tuning horizon (the run parameter ``horizon``,
+e.g. ``rounds``, after the overrides) and continues only the best ``1/eta`` of them, rung
+after rung, to the full horizon (:func:`halving_rungs`, :func:`survivors`).  With ``N``
+points there are ``s = floor(log_eta N)`` halvings; rung ``k`` runs to ``R / eta^(s - k)``
+rounds (at least ``min_horizon``), each rung's runs start afresh (so a point's score at the
+full horizon is the one the whole grid would give it), and the chosen point is the best of
+the last rung.  Every evaluated point and rung is kept in the table (``tuning_rung``,
+``tuning_horizon``).
+
 The points of one method are one pipeline job (:func:`point_spec` and :func:`evaluate_point`
 for each, :func:`networkedfl.pipeline.runner.run_tuning_setting`), cached like the others; a
 changed grid reruns that job, which takes the unchanged points from its last results and
@@ -50,20 +64,25 @@ from ..algorithms.errors import NonFiniteError
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "RUNG_COLUMNS",
     "TUNING_KEY",
     "VALIDATION_METRIC",
     "apply_overrides",
+    "at_horizon",
     "evaluation_data",
     "final_value",
     "for_setting",
     "grid_points",
+    "halving_rungs",
     "point_label",
+    "point_rungs",
     "point_scores",
     "evaluate_point",
     "point_spec",
     "select_point",
     "split_clients",
     "split_ragged",
+    "survivors",
     "tuned_params",
     "tuning_params",
     "tuning_rows",
@@ -154,6 +173,62 @@ def tuning_params(params: Params, setting: str, point: int) -> dict[str, Any]:
     return run
 
 
+#: Columns of a tuning run's rows that say at which rung of successive halving it ran.
+RUNG_COLUMNS = ("tuning_rung", "tuning_horizon")
+
+
+def _lookup(params: Params, path: str) -> Any:
+    node: Any = params
+    for part in str(path).split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise KeyError(part)
+        node = node[part]
+    return node
+
+
+def halving_rungs(spec: Mapping[str, Any], n_points: int) -> list[int | None]:
+    """The horizons of the rungs of one method's tuning (``spec`` is a point's
+    :func:`point_spec`): ``[None]`` (one rung, the runs' own horizon) without ``halving``,
+    else ``R / eta^(s - k)`` rounded (at least ``min_horizon``, at most ``R``, increasing) for
+    ``k = 0 .. s``, ``s = floor(log_eta n_points)``, the last one ``R`` itself."""
+    halving = spec.get("halving")
+    if not halving:
+        return [None]
+    eta, path = int(halving.get("eta", 3)), str(halving["horizon"])
+    try:
+        full = _lookup(spec["params"], path)
+    except KeyError:
+        raise KeyError(f"tuning.halving.horizon: the tuning runs have no parameter {path!r}") from None
+    if isinstance(full, bool) or not isinstance(full, int) or full < 1:
+        raise ValueError(f"tuning.halving.horizon: {path} = {full!r} is not a positive number of rounds")
+    if eta < 2:
+        raise ValueError(f"tuning.halving.eta must be at least 2, got {eta}")
+    halvings = 0
+    while eta ** (halvings + 1) <= n_points:
+        halvings += 1
+    least = min(int(halving.get("min_horizon", 1)), full)
+    rungs = [max(least, round(full / eta ** (halvings - k))) for k in range(halvings)] + [full]
+    return [r for i, r in enumerate(rungs) if i == len(rungs) - 1 or r < rungs[i + 1]]
+
+
+def at_horizon(spec: Mapping[str, Any], horizon: int | None) -> dict[str, Any]:
+    """A point's :func:`point_spec` run to ``horizon`` (the spec itself for ``None``; the
+    halving key is dropped so that a run's cache key is its own parameters')."""
+    out = {k: v for k, v in spec.items() if k != "halving"}
+    if horizon is not None:
+        out["params"] = apply_overrides(spec["params"], {str(spec["halving"]["horizon"]): int(horizon)},
+                                        where="tuning.halving")
+    return out
+
+
+def survivors(scores: Mapping[int, float], eta: int) -> list[int]:
+    """The points that go on to the next rung: the best ``ceil(n / eta)`` by score (lowest
+    first; ``inf`` last; ties in grid order), in grid order."""
+    keep = max(1, math.ceil(len(scores) / int(eta)))
+    ranked = sorted(scores, key=lambda k: (not math.isfinite(scores[k]), scores[k], k))
+    return sorted(ranked[:keep])
+
+
 def final_value(table: pd.DataFrame, metric: str = VALIDATION_METRIC) -> float:
     """The last round's value of ``metric`` (``inf`` when missing or not finite); the
     round is the table's ``round`` column, or ``iteration`` where it has none (FedRelax)."""
@@ -167,20 +242,38 @@ def final_value(table: pd.DataFrame, metric: str = VALIDATION_METRIC) -> float:
     return value if math.isfinite(value) else math.inf
 
 
-def point_scores(tables: Iterable[pd.DataFrame]) -> pd.Series:
-    """Score of every point: mean over tuning seeds of its final validation loss."""
+def _rung_rows(tables: Iterable[pd.DataFrame]) -> pd.DataFrame:
     rows = pd.concat(list(tables), ignore_index=True)
     rows = rows[rows["metric"] == "tuning_validation_loss"]
-    return rows.groupby("tuning_point")["value"].mean().sort_index()
+    if "tuning_rung" not in rows:  # without successive halving: one rung
+        rows = rows.assign(tuning_rung=0)
+    return rows.assign(tuning_rung=rows["tuning_rung"].fillna(0).astype(int))
+
+
+def point_scores(tables: Iterable[pd.DataFrame]) -> pd.Series:
+    """Score of every point at the last rung it reached: the mean over tuning seeds of its
+    final validation loss there."""
+    rows = _rung_rows(tables)
+    last = rows.groupby("tuning_point")["tuning_rung"].transform("max")
+    return rows[rows["tuning_rung"] == last].groupby("tuning_point")["value"].mean().sort_index()
+
+
+def point_rungs(tables: Iterable[pd.DataFrame]) -> pd.Series:
+    """The last rung every point reached (0 for every point without successive halving)."""
+    return _rung_rows(tables).groupby("tuning_point")["tuning_rung"].max().sort_index()
 
 
 def select_point(params: Params, setting: str, tables: Iterable[pd.DataFrame]) -> int:
-    """The chosen point of ``setting`` (lowest finite score, the first on ties)."""
+    """The chosen point of ``setting``: the lowest finite score among the points that reached
+    the last rung (every point without successive halving), the first on ties."""
+    tables = list(tables)
     scores = point_scores(tables)
     expected = len(grid_points(params, setting))
     if sorted(scores.index.astype(int)) != list(range(expected)):
         raise ValueError(f"{setting}: tuning results cover points {sorted(scores.index.astype(int))}, "
                          f"but the grid has {expected} (rerun its tuning jobs)")
+    rungs = point_rungs(tables)
+    scores = scores[rungs == rungs.max()]
     finite = scores[scores.map(math.isfinite)]
     if finite.empty:
         raise ValueError(f"{setting}: every point of its tuning grid diverged "
@@ -199,14 +292,23 @@ def tuned_params(params: Params, setting: str, tables: Iterable[pd.DataFrame] | 
 
 
 def tuning_rows(params: Params, setting: str, tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """The table rows of one method's tuning: every point's score and the chosen values."""
+    """The table rows of one method's tuning: every point's score at every rung it ran (the
+    mean over tuning seeds; ``tuning_rung``, ``tuning_horizon``: the rung and its horizon,
+    empty without successive halving) and the chosen values."""
     points = grid_points(params, setting)
-    scores = point_scores(tables)
     chosen = select_point(params, setting, tables)
-    method = str(pd.concat(list(tables))["method"].iloc[0])
-    rows = [{"method": method, "tuning_point": k, "tuning_values": point_label(points[k]),
-             "tuning_param": None, "metric": "tuning_validation_loss", "value": float(scores[k])}
-            for k in range(len(points))]
+    every = _rung_rows(tables)
+    method = str(every["method"].iloc[0])
+    if "tuning_horizon" not in every:
+        every = every.assign(tuning_horizon=np.nan)
+    means = every.groupby(["tuning_point", "tuning_rung"], sort=True).agg(
+        value=("value", "mean"), tuning_horizon=("tuning_horizon", "first")).reset_index()
+    halved = "tuning_rung" in pd.concat(list(tables)).columns
+    rows = [{"method": method, "tuning_point": int(r.tuning_point), "tuning_values": point_label(points[r.tuning_point]),
+             "tuning_param": None, **({"tuning_rung": int(r.tuning_rung), "tuning_horizon": r.tuning_horizon}
+                                      if halved else {}),
+             "metric": "tuning_validation_loss", "value": float(r.value)}
+            for r in means.itertuples(index=False)]
     rows += [{"method": method, "tuning_point": chosen, "tuning_values": point_label(points[chosen]),
               "tuning_param": name, "metric": "tuning_chosen", "value": float(value)}
              for name, value in points[chosen].items()]
@@ -214,13 +316,16 @@ def tuning_rows(params: Params, setting: str, tables: Sequence[pd.DataFrame]) ->
 
 
 def point_spec(params: Params, setting: str, point: int) -> dict[str, Any]:
-    """Everything one tuning job depends on (its run parameters, seeds and point label).
+    """Everything one tuning job depends on (its run parameters, seeds and point label, and
+    the successive-halving settings where the target has them).
 
     The pipeline passes this, not the target's whole parameters, to the job, so editing
     another method's grid, the repetitions or the method list does not rerun it.
     """
-    return {"params": tuning_params(params, setting, point), "seeds": tuning_seeds(params),
+    spec = {"params": tuning_params(params, setting, point), "seeds": tuning_seeds(params),
             "point": int(point), "label": point_label(grid_points(params, setting)[point])}
+    halving = (params.get(TUNING_KEY) or {}).get("halving")
+    return {**spec, "halving": dict(halving)} if halving else spec
 
 
 def evaluate_point(run: Any, spec: Mapping[str, Any], setting: str, base_seed: int,

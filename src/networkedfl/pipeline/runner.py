@@ -17,10 +17,13 @@ import pandas as pd
 from ..algorithms.errors import NonFiniteError
 from ..experiments import Claim, get_experiment
 from ..experiments.tuning import (
+    at_horizon,
     evaluate_point,
     for_setting,
     grid_points,
+    halving_rungs,
     point_spec,
+    survivors,
     tuned_params,
     tuning_rows,
 )
@@ -178,29 +181,51 @@ def run_tuning_setting(target: str, specs: Sequence[Mapping[str, Any]], base_see
                        previous: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every grid point of one method's tuning (its :func:`tuning_specs`), one process.
 
-    ``previous``: the job's last good table; a point whose :func:`point_key` it holds is
-    taken from it (its ``tuning_point`` renumbered) instead of run again, so an edited grid
-    runs only its new or changed points.  Each point's rows are taken as their CSV text
-    reads back, so a reused point and a computed one are the same bytes in the file.
-    Rows: those of :func:`run_tuning_job` and the point's key (:data:`POINT_KEY`).
+    With successive halving (``tuning.halving``) the points run rung by rung
+    (:func:`~networkedfl.experiments.tuning.halving_rungs`): every point to the first rung's
+    horizon, then the best ``1/eta`` of them to the next one, and so on to the full horizon;
+    each row carries its ``tuning_rung`` and ``tuning_horizon``.
+
+    ``previous``: the job's last good table; a run whose :func:`point_key` it holds (the
+    point's parameters at its rung's horizon) is taken from it (its ``tuning_point`` and rung
+    renumbered) instead of run again, so an edited grid runs only its new or changed points.
+    Each run's rows are taken as their CSV text reads back, so a reused run and a computed
+    one are the same bytes in the file.  Rows: those of :func:`run_tuning_job` and the run's
+    key (:data:`POINT_KEY`).
     """
     digests = input_digests(inputs)
     known: dict[str, pd.DataFrame] = {}
     if previous is not None and POINT_KEY in previous:
         known = {str(key): rows for key, rows in previous.groupby(POINT_KEY, sort=False)}
-    frames, reused = [], 0
-    for spec in specs:
-        key = point_key(spec, base_seed, code, digests)
-        if key in known:
-            rows = known[key].assign(tuning_point=int(spec["point"]))
-            log.info("reused %s/%s point %s (%s): unchanged since its last run", target, spec["setting"],
-                     spec["point"], spec["label"])
-            reused += 1
-        else:
-            rows = run_tuning_job(target, spec, base_seed, inputs).assign(**{POINT_KEY: key})
-        text = rows.to_csv(index=False, float_format="%.17g")
-        frames.append(pd.read_csv(io.StringIO(text)))
-    log.info("tuning of %s: %d points run, %d reused", target, len(specs) - reused, reused)
+    rungs = halving_rungs(specs[0], len(specs)) if specs else [None]
+    halved = rungs != [None]
+    alive = list(range(len(specs)))
+    frames, reused, runs = [], 0, 0
+    for rung, horizon in enumerate(rungs):
+        scores = {}
+        for i in alive:
+            spec = at_horizon(specs[i], horizon)
+            key = point_key(spec, base_seed, code, digests)
+            extra = {"tuning_rung": rung, "tuning_horizon": horizon} if halved else {}
+            if key in known:
+                rows = known[key].assign(tuning_point=int(spec["point"]), **extra)
+                log.info("reused %s/%s point %s (%s)%s: unchanged since its last run", target, spec["setting"],
+                         spec["point"], spec["label"], f", rung {rung} ({horizon} rounds)" if halved else "")
+                reused += 1
+            else:
+                start = time.perf_counter()
+                rows = run_tuning_job(target, spec, base_seed, inputs).assign(**extra, **{POINT_KEY: key})
+                log.info("tuning run %s/%s point %s rung %s horizon %s: %.2f s", target, spec["setting"],
+                         spec["point"], rung, horizon, time.perf_counter() - start)
+            runs += 1
+            text = rows.to_csv(index=False, float_format="%.17g")
+            frames.append(pd.read_csv(io.StringIO(text)))
+            scores[i] = float(frames[-1]["value"].astype(float).mean())
+        if rung < len(rungs) - 1:
+            alive = survivors(scores, int(specs[0]["halving"].get("eta", 3)))
+            log.info("tuning of %s/%s, rung %d (%s rounds): %d points go on: %s", target, specs[0]["setting"], rung,
+                     horizon, len(alive), ", ".join(specs[i]["label"] for i in alive))
+    log.info("tuning of %s: %d runs, %d of them reused", target, runs, reused)
     return pd.concat(frames, ignore_index=True)
 
 

@@ -411,13 +411,19 @@ def tuning_markdown(tables: Mapping[str, pd.DataFrame]) -> str:
     the validation loss of every grid point (``tuning_`` rows of the targets' tables)."""
     lines = ["# Tuning, as run", "",
              "Every grid point's final validation loss and the chosen point per method (mean over the "
-             "tuning seeds; `inf`: diverged), from the tuned targets' tables (written by "
+             "tuning seeds; `inf`: diverged; with successive halving, at the last rung the point reached, "
+             "whose rounds are shown), from the tuned targets' tables (written by "
              "`snakemake --cores 1 gallery`; do not edit). The protocol: docs/tuning.md.", ""]
     from ..plotting import tuning_summary
 
     for target, table in tables.items():
-        lines += [f"## `{target}`", "", "| method | grid point | validation loss | chosen |", "|---|---|---|---|"]
-        for method, point, loss, chosen in tuning_summary(table).itertuples(index=False):
-            lines.append(f"| {method} | {_cell(point)} | {loss:.5g} | {'**chosen**' if chosen else ''} |")
+        summary = tuning_summary(table)
+        rounds = "rounds" in summary
+        lines += [f"## `{target}`", "", f"| method | grid point |{' rounds (last rung) |' if rounds else ''} "
+                  "validation loss | chosen |", "|---|---|---|---|" + ("---|" if rounds else "")]
+        for row in summary.to_dict("records"):
+            shown_rounds = f" {row['rounds']} |" if rounds else ""
+            lines.append(f"| {row['method']} | {_cell(row['grid point'])} |{shown_rounds} "
+                         f"{row['validation loss']:.5g} | {'**chosen**' if row['chosen'] else ''} |")
         lines.append("")
     return "\n".join(lines)

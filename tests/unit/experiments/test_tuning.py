@@ -192,3 +192,71 @@ def test_grouped_fedavg_rejects_a_wrong_group_vector():
     with pytest.raises(ValueError, match="groups must be 6 non-negative integers"):
         fedavg_steps(_linear(), ClientBatches.from_arrays(x, y), n_rounds=1, local_steps=1, lr=0.1,
                      batch_size=None, seed=0, groups=np.array([0, 1]))
+
+
+# ------------------------------------------------------------------ successive halving
+
+HALVED = {**PARAMS, "tuning": {**PARAMS["tuning"], "overrides": {"rounds": 27},
+                               "halving": {"eta": 3, "horizon": "rounds"}}}
+
+
+def _spec(params, setting="bigfl", point=0):
+    from networkedfl.experiments.tuning import point_spec
+
+    return point_spec(params, setting, point)
+
+
+def test_halving_rungs_divide_the_horizon_by_eta_per_halving():
+    from networkedfl.experiments.tuning import halving_rungs
+
+    assert halving_rungs(_spec(PARAMS), 6) == [None]  # no halving: the runs' own horizon
+    assert halving_rungs(_spec(HALVED), 1) == [27]
+    assert halving_rungs(_spec(HALVED), 2) == [27]  # fewer than eta points: nothing to halve
+    assert halving_rungs(_spec(HALVED), 3) == [9, 27]
+    assert halving_rungs(_spec(HALVED), 9) == [3, 9, 27]
+    assert halving_rungs(_spec(HALVED), 18) == [3, 9, 27]
+    assert halving_rungs(_spec(HALVED), 27) == [1, 3, 9, 27]
+    short = {**HALVED, "tuning": {**HALVED["tuning"], "overrides": {"rounds": 4},
+                                  "halving": {"eta": 3, "horizon": "rounds", "min_horizon": 2}}}
+    assert halving_rungs(_spec(short), 27) == [2, 4]  # rungs below min_horizon merge
+
+
+def test_halving_names_a_bad_horizon():
+    from networkedfl.experiments.tuning import halving_rungs
+
+    bad = {**HALVED, "tuning": {**HALVED["tuning"], "halving": {"horizon": "epochs"}}}
+    with pytest.raises(KeyError, match="no parameter 'epochs'"):
+        halving_rungs(_spec(bad), 9)
+    bad = {**HALVED, "tuning": {**HALVED["tuning"], "halving": {"horizon": "bigfl"}}}
+    with pytest.raises(ValueError, match="not a positive number of rounds"):
+        halving_rungs(_spec(bad), 9)
+
+
+def test_survivors_are_the_best_third_in_grid_order_diverged_last():
+    from networkedfl.experiments.tuning import survivors
+
+    assert survivors({0: 3.0, 1: 1.0, 2: 2.0, 3: 0.5, 4: math.inf, 5: 9.0}, 3) == [1, 3]
+    assert survivors({0: math.inf, 1: math.inf, 2: math.inf}, 3) == [0]
+    assert survivors({0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0}, 3) == [0, 1]  # ties: grid order
+
+
+def test_at_horizon_keeps_the_full_horizon_run_identical_to_the_unhalved_one():
+    from networkedfl.experiments.tuning import at_horizon
+
+    spec = _spec(HALVED, point=3)
+    assert at_horizon(spec, 9)["params"]["rounds"] == 9 and "halving" not in at_horizon(spec, 9)
+    plain = _spec({**HALVED, "tuning": {k: v for k, v in HALVED["tuning"].items() if k != "halving"}}, point=3)
+    assert at_horizon(spec, 27) == plain  # the full rung is the grid's own run (same cache key)
+
+
+def test_selection_reads_the_last_rung_only():
+    tables = [pd.DataFrame({"method": "fedavg", "tuning_point": k, "tuning_values": "x", "seed": [0],
+                            "tuning_rung": rung, "tuning_horizon": horizon,
+                            "metric": "tuning_validation_loss", "value": value})
+              for k, rung, horizon, value in [(0, 0, 3, 0.1), (1, 0, 3, 0.5), (1, 1, 9, 0.4)]]
+    # point 0 was best on the first rung but never ran the full horizon (a constructed case)
+    assert select_point(PARAMS, "fedavg", tables) == 1
+    rows = tuning_rows(PARAMS, "fedavg", tables)
+    losses = rows[rows["metric"] == "tuning_validation_loss"]
+    assert losses[["tuning_point", "tuning_rung", "tuning_horizon", "value"]].values.tolist() == [
+        [0, 0, 3, 0.1], [1, 0, 3, 0.5], [1, 1, 9, 0.4]]

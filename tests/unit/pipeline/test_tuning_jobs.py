@@ -104,3 +104,52 @@ def test_reused_rows_are_the_bytes_of_a_real_run(test_config, tmp_path):
     previous, data = _file(first, tmp_path)
     _, again = _file(run_tuning_setting(TARGET, specs, 3, code="c", previous=previous), tmp_path, "b.csv")
     assert again == data
+
+
+def _halved(config, values, eta=3):
+    config = _config(config, values)
+    config["experiments"][TARGET]["tuning"]["halving"] = {"eta": eta, "horizon": "iterations"}
+    return config
+
+
+def test_successive_halving_runs_the_best_third_to_the_full_horizon(test_config, runs, tmp_path, monkeypatch):
+    """Nine points: all run to R/9, the best three to R/3, the best one to R; the score of a
+    point is a function of its step and its horizon, so each rung's ranking is known."""
+    horizons = []
+
+    def fake(target, spec, base_seed, inputs=None):
+        scale, horizon = spec["params"]["lr_scale"], spec["params"]["iterations"]
+        horizons.append((scale, horizon))
+        # at short horizons the largest steps look best; at the full horizon the middle one
+        value = abs(scale - 0.5) if horizon == full else -scale
+        return pd.DataFrame({"method": "Local", "tuning_point": spec["point"], "tuning_values": spec["label"],
+                             "seed": spec["seeds"], "metric": "tuning_validation_loss", "value": value})
+
+    monkeypatch.setattr(runner, "run_tuning_job", fake)
+    values = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    config = _halved(test_config, values)
+    full = config["experiments"][TARGET]["iterations"]
+    specs = tuning_specs(config, TARGET, "local")
+    table = run_tuning_setting(TARGET, specs, 7, code="c")
+    rungs = [round(full / 9), round(full / 3), full]
+    assert [h for _, h in horizons] == [rungs[0]] * 9 + [rungs[1]] * 3 + [rungs[2]]
+    assert [s for s, h in horizons if h == rungs[1]] == [0.7, 0.8, 0.9]  # the best third of rung 0
+    assert [s for s, h in horizons if h == full] == [0.9]
+    assert table.groupby("tuning_point")["tuning_rung"].max().tolist() == [0] * 6 + [1, 1, 2]
+    # rerun: every run reused, the same bytes
+    previous, data = _file(table, tmp_path)
+    horizons.clear()
+    _, again = _file(run_tuning_setting(TARGET, specs, 7, code="c", previous=previous), tmp_path, "b.csv")
+    assert horizons == [] and again == data
+
+
+def test_the_full_horizon_run_keeps_its_cache_key_with_or_without_halving(test_config, runs, tmp_path):
+    """A table of the whole grid (no halving) gives the full-horizon runs of a halved job."""
+    plain = run_tuning_setting(TARGET, tuning_specs(_config(test_config, [0.1, 1.0, 10.0]), TARGET, "local"), 7,
+                               code="c")
+    runs.clear()
+    halved = run_tuning_setting(TARGET, tuning_specs(_halved(test_config, [0.1, 1.0, 10.0]), TARGET, "local"), 7,
+                                code="c", previous=plain)
+    full = halved[halved["tuning_rung"] == 1]
+    assert len(runs) == 3  # the first rung ran (shorter horizon: new keys) ...
+    assert set(full[POINT_KEY]) <= set(plain[POINT_KEY])  # ... the survivor's full run was reused
