@@ -1,5 +1,6 @@
 # Config validation, wildcard constraints and helper functions shared by all stages.
 
+import functools
 import json
 import os
 import sys
@@ -25,6 +26,7 @@ from networkedfl.pipeline.environment import put_interpreter_on_path, put_packag
 from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_settings, tuning_specs
 from networkedfl.pipeline.provenance import SUFFIX as PROVENANCE
 from networkedfl.pipeline.provenance import code_hash, module_closure, notebook_modules, target_modules
+from networkedfl.pipeline.scheduling import coalesce_reevaluations
 
 # The main config, read here rather than in the Snakefile so that a YAML syntax error in it
 # is named with its file, line and column (Snakemake's own message names neither).
@@ -63,6 +65,10 @@ validate_config(config, workflow.source_path("../schemas/config.schema.yaml"), c
 # Shell rules call papermill and jupyter, installed beside the interpreter running Snakemake
 # (e.g. .venv/bin): an unactivated venv works too.
 put_interpreter_on_path()
+
+# At most one pending scheduler re-evaluation timer (networkedfl.pipeline.scheduling: Snakemake
+# arms a new chain of them with every finished job while others wait for a core).
+coalesce_reevaluations()
 
 PATHS = Paths()
 #: Priority of the jobs that many others wait on (downloads, the MNIST graph stages):
@@ -247,16 +253,36 @@ def report_timings(log_file):
 # whose code changed. Docstrings, comments and formatting do not count.
 
 
+# Snakemake evaluates a job's params again in every scheduling pass while the job waits for a
+# core: each hash is computed once per Snakemake process (the code a run uses is the code it
+# started with).
+
+
+@functools.cache
+def _target_code(target):
+    return code_hash(target_modules(target, _PACKAGE_ROOT), _PACKAGE_ROOT)
+
+
+@functools.cache
+def _notebook_code(path):
+    return code_hash(notebook_modules(path, _PACKAGE_ROOT), _PACKAGE_ROOT)
+
+
+@functools.cache
+def _mnist_graph_code():
+    return code_hash(module_closure(["networkedfl.experiments.gtv.mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)
+
+
 def code_version(wildcards):
     """Code of a target's experiment, tuning, table and claims jobs."""
-    return code_hash(target_modules(wildcards.target, _PACKAGE_ROOT), _PACKAGE_ROOT)
+    return _target_code(wildcards.target)
 
 
 def notebook_code_version(wildcards):
     """Code a target's notebook imports (its figure and table functions)."""
-    return code_hash(notebook_modules(notebook(wildcards), _PACKAGE_ROOT), _PACKAGE_ROOT)
+    return _notebook_code(notebook(wildcards))
 
 
 def mnist_graph_code_version(wildcards):
     """Code of the cached MNIST graph stages."""
-    return code_hash(module_closure(["networkedfl.experiments.gtv.mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)
+    return _mnist_graph_code()
