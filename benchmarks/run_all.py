@@ -22,7 +22,7 @@ section of ``benchmarks/README.md``):
   line (``2026-11-25 00:55:02,678 INFO ...``); a job's *span* is its last minus its first
   timestamp and its *compute* time the sum of the runner's ``... in 31.1 s`` figures.  A
   tuning job logs only after its computation, so its span misses it: a job counts as
-  ``max(span, compute)``.  The ten targets with the largest summed job time are shown, with
+  ``max(span, compute)``.  Every target's summed job time is shown, largest first, with
   the total over all targets, and the Snakemake runs recorded in ``.snakemake/log/``.
 
 Nothing is asserted: the exit code does not depend on the figures.
@@ -186,6 +186,15 @@ def snakemake_runs(workdir: Path) -> list[dict]:
         runs.append({"log": path.name, "command": command, "done": steps[0],
                      "steps": steps[1], "elapsed_s": elapsed})
     return runs
+
+
+def _measure(workdir: Path) -> dict | None:
+    """What ``benchmarks/measure_run.py`` wrote for the last run in ``workdir``, if anything."""
+    path = Path(workdir) / ".snakemake" / "networkedfl-measure.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -485,11 +494,9 @@ def render(results: dict, markdown: bool) -> str:
         if not targets:
             out += [f"No job logs under {where}/logs/run or logs/tuning.", ""]
         else:
-            top = targets[:10]
             rows = [[t.target, str(t.jobs), _dur(t.run_s), _dur(t.tuning_s), _dur(t.compute_s),
-                     _dur(t.total_s)] for t in top]
-            total = TargetTime("total" if len(targets) <= 10 else
-                               f"total ({len(targets)} targets)")
+                     _dur(t.total_s)] for t in targets]
+            total = TargetTime(f"total ({len(targets)} targets)")
             for t in targets:
                 total.jobs += t.jobs
                 total.run_s += t.run_s
@@ -511,6 +518,12 @@ def render(results: dict, markdown: bool) -> str:
                     f"{_dur(sum(elapsed))} wall-clock in all; the latest ({last['log']}): "
                     f"{last['done']} of {last['steps']} steps in {_dur(last['elapsed_s'])}, "
                     f"`{last['command']}`.", ""]
+        measured = lg.get("measure")
+        if measured:
+            out += [f"Measured by `benchmarks/measure_run.py` (`{measured['command']}`, finished "
+                    f"{measured['finished'][:16]}): {_dur(measured['wall_s'])} wall-clock on {measured['cpus']} CPUs; "
+                    f"CPU time of everything it ran {_dur(measured['all_cpu_s'])}, of the Snakemake process itself "
+                    f"{_dur(measured['own_cpu_s'])} ({100 * (measured['own_share'] or 0):.1f} %).", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -582,6 +595,7 @@ def collect(args: argparse.Namespace) -> dict:
             "workdir_label": _label(args.workdir),
             "targets": [asdict(t) for t in target_times(args.workdir)],
             "snakemake": snakemake_runs(args.workdir),
+            "measure": _measure(args.workdir),
         }
     results["machine"] = machine()
     results["elapsed_s"] = time.perf_counter() - t0
