@@ -23,7 +23,16 @@ from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mn
 from networkedfl.pipeline.config import read_yaml, type_command_line_values, validate_config
 from networkedfl.io import Paths
 from networkedfl.pipeline.environment import put_interpreter_on_path, put_package_on_pythonpath
-from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_settings, tuning_specs
+from networkedfl.pipeline.runner import (
+    group_params,
+    job_groups,
+    job_inputs,
+    job_params,
+    job_settings,
+    seeds,
+    tuning_settings,
+    tuning_specs,
+)
 from networkedfl.pipeline.provenance import SUFFIX as PROVENANCE
 from networkedfl.pipeline.provenance import code_hash, module_closure, notebook_modules, target_modules
 from networkedfl.pipeline.scheduling import coalesce_reevaluations
@@ -115,9 +124,10 @@ def experiment_params(wildcards):
 
 
 def setting_params(wildcards):
-    """The target's parameters as one setting's jobs see them: editing another method's
-    tuning grid does not rerun them, nor does `threads` (the results do not depend on it)."""
-    params = job_params(config, wildcards.target, wildcards.setting)
+    """The target's parameters as one job sees them (one setting's: editing another method's
+    tuning grid does not rerun it; a grouped job's: the target's, and its unchanged settings
+    are taken from its last output), without `threads` (the results do not depend on it)."""
+    params = group_params(config, wildcards.target, wildcards.setting)
     return {k: v for k, v in params.items() if k != "threads"}
 
 
@@ -132,16 +142,24 @@ def dataset_files(name):
     return [PATHS.raw_data(name, f) for f in get_dataset(name).files]
 
 
-def tuning_files(target, setting=None):
-    """The tuning jobs' outputs of a target (of one setting when given)."""
-    return [PATHS.tuning(target, s) for s in tuning_settings(config, target) if setting in (None, s)]
+def tuning_files(target, settings=None):
+    """The tuning jobs' outputs of a target (of the given settings only)."""
+    return [PATHS.tuning(target, s) for s in tuning_settings(config, target) if settings is None or s in settings]
 
 
 def experiment_inputs(wildcards):
-    """Named input files of a target's jobs (datasets, cached artefacts, the method's tuning
-    results); none if synthetic and untuned."""
-    inputs = job_inputs(config, wildcards.target, wildcards.setting)
-    tuning = tuning_files(wildcards.target, wildcards.setting)
+    """Named input files of a target's job (datasets, cached artefacts, the tuning results of
+    its settings' methods); none if synthetic and untuned."""
+    settings = job_groups(config, wildcards.target)[wildcards.setting]
+    if len(settings) == 1:
+        inputs = job_inputs(config, wildcards.target, settings[0])
+    else:  # a grouped job: the files of every variant it runs, each once
+        inputs = {}
+        for setting in settings:
+            for name, value in job_inputs(config, wildcards.target, setting).items():
+                paths = inputs.setdefault(name, [])
+                paths += [v for v in ([value] if isinstance(value, str) else value) if v not in paths]
+    tuning = tuning_files(wildcards.target, settings)
     return {**inputs, "tuning": tuning} if tuning else inputs
 
 
@@ -157,8 +175,8 @@ def tuning_job_specs(wildcards):
 
 
 def raw_tables(wildcards):
-    """Every job output of one target (one per setting, each with every seed)."""
-    return [PATHS.raw(wildcards.target, setting) for setting in job_settings(config, wildcards.target)]
+    """Every job output of one target (one per setting or one for all, each with every seed)."""
+    return [PATHS.raw(wildcards.target, job) for job in job_groups(config, wildcards.target)]
 
 
 def table_inputs(wildcards):
