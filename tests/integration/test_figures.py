@@ -5,6 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
@@ -128,6 +129,27 @@ def _client_data(value, table):
     assert list(edges.columns) == ["domain", "neighbour", "cosine"] and len(edges) > 0
 
 
+def _paper_rows(column, expected):
+    """A tidy table (a DataFrame with a plain index) whose ``column`` lists the paper's rows
+    in the paper's order."""
+    def check(frame, table):
+        assert isinstance(frame, pd.DataFrame) and list(frame.index) == list(range(len(frame)))
+        assert list(frame[column]) == list(expected)
+    return check
+
+
+def _review_domains():
+    from networkedfl.datasets.reviews import DOMAINS
+
+    return DOMAINS
+
+
+def _settings_items():
+    from networkedfl.experiments.gfl.synthetic import TABLE_10_1
+
+    return [item for _, item, _ in TABLE_10_1]
+
+
 def _per_domain(frame, table):
     assert list(frame.columns) == list(gfl.final_losses(table).index)  # ordered by the final loss
     assert frame.index.nunique() == table.loc[table["metric"] == "test_loss_client", "domain"].nunique()
@@ -230,7 +252,7 @@ CASES = [
     (gfl.tuning_summary, "gfl_fig10_1_dfl", (), _tuned),
     (gfl.fig10_2_homologous_graphs, "gfl_fig10_2_homologous_graphs", (), _n_axes(5)),  # 4 panels, a colour bar
     (gfl.homologous_samples, "gfl_fig10_2_homologous_graphs", (), _columns(index=["node", "sample"])),
-    (gfl.settings_table, "gfl_table10_1_settings", (), _columns("group", "item", "value", "paper", "provenance")),
+    (gfl.settings_table, "gfl_table10_1_settings", (), _paper_rows("item", _settings_items())),
     (gfl.fig10_3_synthetic, "gfl_fig10_3_synthetic", (), _upper_gain),
     (gfl.cluster_agreement, "gfl_fig10_3_synthetic", (), _columns("mean", "count")),
     (gfl.fig10_4_reviews_nlp, "gfl_fig10_4_reviews_nlp", (),
@@ -241,6 +263,7 @@ CASES = [
     (gfl.reviews_diagnostics, "gfl_fig10_4_reviews_nlp", (), _columns("first", "last", index=["method", "metric"])),
     (gfl.fesem_clusters, "gfl_fig10_4_reviews_nlp", (), lambda s, t: len(s) >= 1 and s.str.len().gt(0).all()),
     (gfl.review_stats, "gfl_table10_2_review_stats", (), _review_stats),
+    (gfl.review_stats_table, "gfl_table10_2_review_stats", (), _paper_rows("domain", _review_domains())),
     (gfl.review_totals, "gfl_table10_2_review_stats", (), _text("total words: published 63,144")),
     (gfl.review_extras, "gfl_table10_2_review_stats", (), _columns("train_documents", "test_documents")),
     # lecture
