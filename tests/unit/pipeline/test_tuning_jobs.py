@@ -7,9 +7,9 @@ import io
 import pandas as pd
 import pytest
 
+from networkedfl.experiments.tuning import select_point
 from networkedfl.io import write_csv
 from networkedfl.pipeline import runner
-from networkedfl.experiments.tuning import select_point
 from networkedfl.pipeline.runner import POINT_KEY, run_tuning_setting, tuning_settings, tuning_specs
 
 TARGET = "gfl_fig10_1_dfl"
