@@ -92,3 +92,35 @@ def test_a_curve_under_another_says_so_in_its_label(table):
     labels = [line.get_label() for line in ax.get_lines()]
     assert "Local (≈ FedAvg, within 1%)" in labels and "FedAvg" in labels and "Oracle" in labels
     plt.close(fig)
+
+
+def _default_scale_table(rounds=200, seeds=(0, 1)):
+    """Fig. 10.3's curves at the default's scale (200 rounds), each method decaying from the
+    mean predictor's loss to its final level of a default run (issue 34: the legend inside the
+    axes covered the oracle and cluster-oracle curves there, not at the test profile's 4)."""
+    final = {"FedAvg": 3.54, "DFL-SGD": 2.76, "DFL-GT": 2.38, "FeSEM": 3.02, "BiG-FL": 2.96, "Local": 3.24,
+             "Oracle": 0.099, "Cluster oracle": 2.09}
+    r = np.arange(rounds + 1)
+    rows = []
+    for seed in seeds:
+        for method, end in final.items():
+            curve = end + (4.1 - end) * np.exp(-r / (8 if method == "Oracle" else 20)) + 0.01 * seed
+            rows += [{"method": method, "round": k, "metric": "test_loss", "value": v, "seed": seed}
+                     for k, v in zip(r, curve, strict=True)]
+        rows += [{"method": "Predict the mean", "round": k, "metric": "test_loss", "value": 4.08, "seed": seed}
+                 for k in (0, rounds)]
+        for k in r[1:]:
+            rows += [{"method": "BiG-FL", "round": k, "metric": metric, "value": value, "seed": seed}
+                     for metric, value in (("upper_loss_full", 1 - 0.1 * (1 - np.exp(-k / 20))),
+                                           ("upper_loss", 0.9), ("upper_loss_identity", 0.9 + 1e-4 * k))]
+    return pd.DataFrame(rows)
+
+
+def test_fig10_3_at_the_default_scale_shows_every_curve():
+    from networkedfl.plotting import figure_defects
+
+    fig = figures.fig10_3_synthetic(_default_scale_table())
+    try:
+        assert figure_defects(fig) == []
+    finally:
+        plt.close(fig)
