@@ -22,7 +22,9 @@ For every case, in a fresh subprocess (so that its peak memory is its own):
   the library's after one round (largest absolute difference; equal within 1e-5 + 1e-4 |w|,
   float32 rounding of two different operation orders);
 * memory: the peak resident set size of the subprocess (``ru_maxrss``) and the library's
-  peak above the data (sampled every 2 ms around its runs): what the rounds add.
+  peak above the data (sampled every 2 ms around its runs): what the rounds add, with the
+  ``(n, P)`` float32 models of all clients that a run returns (``result_bytes``, built once
+  at its end).
 
 **Flower** (optional): ``flower_fedavg.py`` in the separate environment ``.venv-flower``
 (``--flower-python``; how to create it: that script's docstring and benchmarks/README.md),
@@ -194,20 +196,21 @@ def run_case(n: int, fraction: float, chunk: int | None, loop: bool) -> dict:
     def timed(**extra) -> tuple[float, object, int]:
         with ResidentPeak() as peak:
             t1 = time.perf_counter()
-            one = fedavg(model, data, n_rounds=1, **options, **extra)
-            t1 = time.perf_counter() - t1
+            one = fedavg(model, data, n_rounds=1, **options, **extra).global_params[0]  # the
+            t1 = time.perf_counter() - t1  # (n, P) client models of the result are freed here
             tr = time.perf_counter()
             many = fedavg(model, data, n_rounds=rounds, **options, **extra)
             tr = time.perf_counter() - tr
         assert [row["clients"] for row in many.log] == [k] * rounds
-        return (tr - t1) / (rounds - 1), (one.global_params[0], many.global_params[0]), peak.above_start
+        return (tr - t1) / (rounds - 1), (one, many.global_params[0]), peak.above_start
 
     rss_data = ResidentPeak()._rss()
     lib_s, (lib_one, lib_many), lib_mem = timed()
     out = {"n": n, "fraction": fraction, "selected": k, "rounds": rounds, "setup_s": setup_s,
            "data_bytes": sum(t.element_size() * t.nelement() for t in (data.features, data.targets,
                                                                          data.sample_weights)),
-           "rss_after_data": rss_data, "library_s": lib_s, "library_round_bytes": lib_mem}
+           "rss_after_data": rss_data, "library_s": lib_s, "library_round_bytes": lib_mem,
+           "result_bytes": n * model.n_params * 4}
     if chunk is not None and k > chunk:
         ch_s, (ch_one, ch_many), ch_mem = timed(client_chunk_size=chunk)
         out.update(chunk=chunk, chunked_s=ch_s, chunked_round_bytes=ch_mem,

@@ -35,7 +35,7 @@ Nothing is asserted: the exit code does not depend on the figures.
 
 Usage::
 
-    .venv/bin/python benchmarks/run_all.py --quick                  # about a minute
+    .venv/bin/python benchmarks/run_all.py --quick                  # a few minutes
     .venv/bin/python benchmarks/run_all.py                          # full, several minutes
     .venv/bin/python benchmarks/run_all.py --markdown benchmarks/README.md
     .venv/bin/python benchmarks/run_all.py --quick --only logs --workdir /path/to/run
@@ -617,7 +617,7 @@ def collect(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="short timings (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="short timings (a few minutes)")
     parser.add_argument("--workdir", type=Path, default=REPO,
                         help="directory of a Snakemake run (its logs/ and .snakemake/log/); "
                         "default: the repository root")
