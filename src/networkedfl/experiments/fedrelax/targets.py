@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 from ..registry import register_target
-from .runs import (
+from .claims import (
     baselines_claims,
     convergence_claims,
     dm_ratio_claims,
     noniid_linear_claims,
     noniid_trees_claims,
+    trees_dm_claims,
+    trees_noise_claims,
+    variation_connectivity_claims,
+    variation_noise_claims,
+)
+from .runs import (
     run_baselines,
     run_linear_convergence,
     run_linear_final,
     run_trees,
     run_variation,
     single_job,
-    trees_dm_claims,
-    trees_noise_claims,
-    variation_connectivity_claims,
-    variation_noise_claims,
 )
 
 #: The deviations of every FedRelax target, of those that run Algorithm 2 (linear models)
