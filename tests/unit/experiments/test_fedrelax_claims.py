@@ -1,6 +1,6 @@
 """The FedRelax targets' claims under the verdict rule (docs/verdicts.md), on constructed
 per-seed tables: a clear effect holds, its reverse fails, an effect inside the noise is
-inconclusive."""
+inconclusive; and the streams Figs. 1b and 2b share with Figs. 1a and 2a."""
 
 import itertools
 
@@ -238,3 +238,49 @@ def test_variation_connectivity_claims():
     assert _verdicts(fc.variation_connectivity_claims(table, {})) == [HOLDS, HOLDS]
     up = _variation(lambda p, alpha: p, key="p_in", values=(0.2, 0.6, 1.0), alphas=(0.01,))
     assert fc.variation_connectivity_claims(up, {})[0].verdict == FAILS
+
+
+# ------------------------------------------------------------------ shared streams (issue 34, item 3)
+
+
+@pytest.mark.parametrize(("first", "second", "column", "metric"), [
+    ("fedrelax_fig01a_dm_ratio", "fedrelax_fig01b_convergence", "d_over_m", "weight_mse"),
+    ("fedrelax_fig02a_trees_dm", "fedrelax_fig02b_trees_noise", "d_over_m", "mse_val"),
+])
+def test_figures_drawing_from_one_stream_agree_at_the_shared_grid_point(test_config, first, second, column, metric):
+    """Fig. 1b draws from Fig. 1a's streams (Fig. 2b from Fig. 2a's): at d/m = 1, sigma = 0
+    the two targets give the same value for every seed and alpha, the last iteration of
+    Fig. 1b's curve being Fig. 1a's final MSE(w).  Without ``draws_from`` the two would draw
+    different data (the values in the issue: 0.066 vs 0.119 at alpha = 0 were two sets of
+    five draws of one setting)."""
+    from networkedfl.pipeline.runner import run_job
+
+    config = {**test_config, "experiments": dict(test_config["experiments"])}
+    params = config["experiments"]
+    assert params[second]["draws_from"] == first
+    for name in ("data", "alphas", "n_iter"):
+        assert params[first][name] == params[second][name], name
+    point, alphas = [{"d": [10], "sigma": [0.0]}], [0.0, 1.0]  # the shared point alone (time)
+    params[first] = {**params[first], "sweeps": point, "alphas": alphas, "threads": 1}
+    params[second] = {**params[second], "sweeps": point, "alphas": alphas, "threads": 1}
+    for seed in (1,):
+        a = run_job(config, first, "all", seed)
+        b = run_job(config, second, "all", seed)
+        a = a[(a[column] == 1.0) & (a["metric"] == metric) & (a["method"] == "fedrelax")]
+        b = b[(b["sigma"] == 0.0) & (b["metric"] == metric) & (b["method"] == "fedrelax")]
+        if "iteration" in b:
+            b = b[b["iteration"] == b["iteration"].max()]
+        assert len(a) == len(params[first]["alphas"])
+        np.testing.assert_array_equal(a.set_index("alpha")["value"].sort_index().to_numpy(),
+                                      b.set_index("alpha")["value"].sort_index().to_numpy())
+        # its own stream draws other data: the relation is the shared stream's, not chance
+        own = {**params[second]}
+        del own["draws_from"]
+        config["experiments"][second] = own
+        c = run_job(config, second, "all", seed)
+        config["experiments"][second] = params[second] = {**own, "draws_from": first}
+        c = c[(c["sigma"] == 0.0) & (c["metric"] == metric) & (c["method"] == "fedrelax")]
+        if "iteration" in c:
+            c = c[c["iteration"] == c["iteration"].max()]
+        assert not np.array_equal(c.set_index("alpha")["value"].sort_index().to_numpy(),
+                                  b.set_index("alpha")["value"].sort_index().to_numpy())
