@@ -4,7 +4,10 @@ Shared grid: ``sweeps`` is a list of ``{d: [...], sigma: [...]}`` blocks; the po
 target are the union of their products, in config order (e.g. Fig. 3's d-sweep at
 ``sigma = 0`` and its sigma-sweep at ``d = 10``).  A grid point draws its graph and data
 from ``rng_for(base_seed, target, seed, point)``, so all values of ``alpha`` (and all
-methods) of one repetition see the same data and the same initial models.
+methods) of one repetition see the same data and the same initial models.  ``draws_from``
+(another target's id) makes a target draw from that target's streams instead: Fig. 1b
+draws from Fig. 1a's, Fig. 2b from Fig. 2a's, so the grid point the two targets share
+(d/m = 1, sigma = 0) has the same values at every seed.
 
 * :func:`run_linear_final` (Figs. 1a, 3): Algorithm 2 per ``alpha``, final metrics.
 * :func:`run_linear_convergence` (Fig. 1b): Algorithm 2, ``MSE(w_hat)`` per iteration.
@@ -100,6 +103,13 @@ def _key(d: int, sigma: float) -> dict[str, Any]:
     return {"d": int(d)}
 
 
+def _streams(params: Params, experiment_id: str) -> str:
+    """The name a target's random streams derive from: ``draws_from`` (another target's id,
+    whose grid points this target then shares draw for draw: the same data, initial weights
+    and algorithmic randomness at the same seed, ``d`` and ``sigma``), else its own id."""
+    return str(params.get("draws_from", experiment_id))
+
+
 def make_data(params: Params, d: int, sigma: float, rng: np.random.Generator) -> FedRelaxData:
     """The data of one grid point: clustered (Sec. IV-A) or non-i.i.d. (Algorithm 3)."""
     spec = params["data"]
@@ -145,6 +155,7 @@ def run_linear_final(params: Params, setting: str, seed: int, base_seed: int, *,
     """
     from ...fedrelax import fedrelax_linear
 
+    experiment_id = _streams(params, experiment_id)
     records = []
     m = int(params["data"]["m"])
     for d, sigma in _points_of(params, setting):
@@ -179,6 +190,7 @@ def run_linear_convergence(params: Params, setting: str, seed: int, base_seed: i
     """Algorithm 2 for every ``alpha``; ``weight_mse`` every ``record_every`` iterations."""
     from ...fedrelax import fedrelax_linear
 
+    experiment_id = _streams(params, experiment_id)
     records = []
     m = int(params["data"]["m"])
     for d, sigma in _points_of(params, setting):
@@ -230,6 +242,7 @@ def run_baselines(params: Params, setting: str, seed: int, base_seed: int, *,
     from ...nn import ClientData, linear_regression
 
     (d, sigma), = _points_of(params, "all")[:1]
+    experiment_id = _streams(params, experiment_id)
     m = int(params["data"]["m"])
     data = make_data(params, d, sigma, rng_for(base_seed, experiment_id, seed, _key(d, sigma)))
     truth = data.true_weights  # read only outside the tuning runs
@@ -332,7 +345,7 @@ def run_trees(params: Params, setting: str, seed: int, base_seed: int, *,
     import sklearn
 
     with sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
-        return _run_trees(params, setting, seed, base_seed, experiment_id)
+        return _run_trees(params, setting, seed, base_seed, _streams(params, experiment_id))
 
 
 def _tree_point(params: Params, d: int, sigma: float, seed: int, base_seed: int,
@@ -423,6 +436,7 @@ def run_variation(params: Params, setting: str, seed: int, base_seed: int, *,
 
     spec = params["data"]
     n, d = int(spec["n_nodes"]), int(params["d"])
+    experiment_id = _streams(params, experiment_id)
     blocks, rows = [], []
     for run in range(int(params["runs_per_seed"])):
         for p_in, sigma, alpha in _variation_grid(params):
