@@ -157,8 +157,19 @@ def _variation(fig, table):
 
 def _communication(fig, table):
     assert len(fig.axes) == 3
-    assert fig.axes[1].get_xlabel() == "messages sent"
-    assert len(_labels(fig.axes[0])) == len(table.groupby(["method", "E", "B"], dropna=False))  # one per run
+    assert fig.axes[1].get_xlabel() == "messages sent or received by the busiest participant"
+    runs = len(table.groupby(["method", "E", "B"], dropna=False))
+    (legend,) = fig.legends  # below the panels, one entry per run
+    assert len(legend.get_texts()) == runs
+    lines = fig.axes[0].get_lines()  # every run its own colour and marker
+    assert len({line.get_color() for line in lines}) == len({line.get_marker() for line in lines}) == runs
+    assert {line.get_label() for line in fig.axes[2].get_lines()} >= {"gossip FedAvg (peer-to-peer) E=1 B=10"}
+
+
+def _upload_table(frame, table):
+    assert list(frame.index) == ["FedSGD", "FedAvg"] and frame.index.name == "Method"
+    assert list(frame.columns) == ["Local", "Upload", "Global", "Download", "uploaded in a one-round run"]
+    assert frame.loc["FedSGD", "uploaded in a one-round run"] == "gradients"
 
 
 def _tuned(frame, table):
@@ -248,7 +259,8 @@ CASES = [
     (lecture.plot_communication, "lecture_fig1_fedsgd_vs_fedavg", (), _communication),
     (lecture.final_round, "lecture_fig1_fedsgd_vs_fedavg", (),
      _columns("test_loss", "messages_total", index=["method", "E", "B"])),
-    (lecture.upload_table, "lecture_table1_fedsgd_fedavg", (), lambda f, t: len(f) == t["method"].nunique()),
+    (lecture.upload_table, "lecture_table1_fedsgd_fedavg", (), _upload_table),
+    (lecture.coinciding_runs, "lecture_fig1_fedsgd_vs_fedavg", (), lambda d, t: all(n not in d[n] for n in d)),
 ]
 #: Helpers tested elsewhere or not figure functions (tests/unit/experiments/test_graph_aware_figures.py: the
 #: chapter's curve helpers, drawn on axes the figures above create).
