@@ -667,10 +667,13 @@ def client_gradients(
 ) -> Tensor:
     """Gradient ``grad F_i(w_i)`` of every client's local loss, shape ``(n, P)``.
 
-    One call of ``vmap(grad(F))`` over the clients; same arguments as
-    :func:`client_losses`.
+    The model's closed-form :attr:`~FlatModel.batch_gradient` where it provides one for the
+    inputs, else one call of ``vmap(grad(F))`` over the clients (as
+    :func:`~networkedfl.nn.batch_gradients`); same arguments as :func:`client_losses`.
     """
-    return vmap(grad(model.loss))(*_batched_inputs(params, features, targets, weights))
+    inputs = _batched_inputs(params, features, targets, weights)
+    own = None if model.batch_gradient is None else model.batch_gradient(*inputs)
+    return vmap(grad(model.loss))(*inputs) if own is None else own
 
 
 def losses_of_models(

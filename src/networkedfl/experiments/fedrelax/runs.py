@@ -41,6 +41,7 @@ from ..tuning import VALIDATION_METRIC
 
 __all__ = [
     "grid_points",
+    "least_squares_model",
     "point_name",
     "point_settings",
     "run_baselines",
@@ -211,6 +212,40 @@ def run_linear_convergence(params: Params, setting: str, seed: int, base_seed: i
     return pd.DataFrame.from_records(records)
 
 
+def least_squares_model(d: int):
+    """``linear_regression(d)`` (no bias, squared error) with its clients' gradients and
+    losses in closed form: ``2 X^T (s * (X w - y))`` and ``sum s (X w - y)^2``, ``s`` the
+    samples' shares of their client's weight, one batched product over the clients.  IFCA's
+    local steps and its loss of every client under every model (:func:`~networkedfl.nn.batch_gradients`,
+    :func:`~networkedfl.nn.losses_of_models`) then skip ``vmap(grad(...))``, most of Fig. 1c's
+    time; the values equal the generic path's up to rounding.  ``None`` (the generic path)
+    for params that autograd or a :mod:`torch.func` transform tracks, and other layouts."""
+    import dataclasses
+
+    import torch
+
+    from ...nn import linear_regression
+
+    def terms(params, x, y, w):
+        if not (params.ndim == 2 and not params.requires_grad and x.ndim == 3 and x.shape[0] == params.shape[0]
+                and x.shape[-1] == d and tuple(y.shape) == tuple(x.shape[:2])):
+            return None
+        w = torch.ones_like(y, dtype=params.dtype) if w is None else w.to(params.dtype)
+        total = w.sum(dim=1, keepdim=True)
+        share = w / torch.where(total > 0, total, torch.ones_like(total))
+        return share, torch.bmm(x, params[:, :, None])[..., 0] - y
+
+    def batch_gradient(params, x, y, w):
+        t = terms(params, x, y, w)
+        return None if t is None else 2 * torch.bmm((t[0] * t[1])[:, None, :], x)[:, 0]
+
+    def batch_loss(params, x, y, w):
+        t = terms(params, x, y, w)
+        return None if t is None else (t[0] * t[1] ** 2).sum(dim=1)
+
+    return dataclasses.replace(linear_regression(d), batch_gradient=batch_gradient, batch_loss=batch_loss)
+
+
 BASELINE_METHODS = ("fedrelax", "local", "oracle", "fedavg", "ifca_correct", "ifca_incorrect", "mean")
 
 
@@ -239,7 +274,7 @@ def run_baselines(params: Params, setting: str, seed: int, base_seed: int, *,
     from ...algorithms.fedsgd import fedsgd
     from ...algorithms.ifca import ifca
     from ...fedrelax import fedrelax_linear, initial_weights
-    from ...nn import ClientData, linear_regression
+    from ...nn import ClientData
 
     (d, sigma), = _points_of(params, "all")[:1]
     experiment_id = _streams(params, experiment_id)
@@ -275,7 +310,7 @@ def run_baselines(params: Params, setting: str, seed: int, base_seed: int, *,
                                      callback=lambda k, w: {"value": mse_of(w)}, record_every=every)
             add(method, alpha, result.history)
             continue
-        model = linear_regression(d)
+        model = least_squares_model(d)
         clients = ClientData.from_arrays(data.features, data.labels, **opts)
         n_clusters = int(data.graph.clusters.max()) + 1
         k = {"oracle": n_clusters, "fedavg": 1, "ifca_correct": n_clusters,
