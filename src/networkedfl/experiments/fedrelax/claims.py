@@ -356,8 +356,8 @@ def _bound_held(table: pd.DataFrame, by: list[str], start: int) -> tuple[pd.Seri
     bound = table[table["metric"] == "bound"].groupby(keys)["value"].first()
     ratio = (worst / bound.reindex(worst.index)).fillna(np.inf)
     runs = ratio.groupby("seed").size()
-    detail = (f"{int(runs.iloc[0]) if len(runs) else 0} runs per seed (every run and grid point); largest "
-              f"variation / bound {ratio.max():.3g}")
+    detail = (f"{int(runs.iloc[0]) if len(runs) else 0} (run, grid point) pairs per seed, each against its own "
+              f"bound; largest variation / bound {ratio.max():.3g}")
     return (ratio < 1).groupby("seed").all(), detail
 
 
