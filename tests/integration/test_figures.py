@@ -176,14 +176,39 @@ def _variation(fig, table):
 
 
 def _communication(fig, table):
-    assert len(fig.axes) == 3
-    assert fig.axes[1].get_xlabel() == "messages sent"
-    assert len(_labels(fig.axes[0])) == len(table.groupby(["method", "E", "B"], dropna=False))  # one per run
+    assert len(fig.axes) == 4
+    assert fig.axes[2].get_xlabel() == "messages sent or received by the busiest participant"
+    runs = len(table.groupby(["method", "E", "B"], dropna=False))
+    (legend,) = fig.legends  # below the panels, one entry per run
+    assert len(legend.get_texts()) == runs
+    lines = fig.axes[0].get_lines()  # every run its own colour and marker
+    assert len({line.get_color() for line in lines}) == len({line.get_marker() for line in lines}) == runs
+    assert {line.get_label() for line in fig.axes[3].get_lines()} >= {"gossip FedAvg (peer-to-peer) E=1 B=10"}
+
+
+def _upload_table(frame, table):
+    assert list(frame.index) == ["FedSGD", "FedAvg"] and frame.index.name == "Method"
+    assert list(frame.columns) == ["Local", "Upload", "Global", "Download", "uploaded in a one-round run"]
+    assert frame.loc["FedSGD", "uploaded in a one-round run"] == "gradients"
 
 
 def _tuned(frame, table):
     assert {"method", "grid point", "validation loss", "chosen"} == set(frame.columns)
     assert frame.groupby("method")["chosen"].sum().eq(1).all()
+
+
+def _baselines(fig, table):
+    log, linear = fig.axes  # every method on a log scale; the upper curves on a linear one
+    assert log.get_yscale() == "log" and linear.get_yscale() == "linear"
+    assert len(_labels(linear)) == table["method"].nunique()  # the legend beside the right panel
+    assert len(log.get_lines()) == len(linear.get_lines())
+
+
+def _variation_bounds(fig, table):
+    _variation(fig, table)
+    (ax,) = fig.axes
+    coinciding = [label for label in _labels(ax) if "(bound = " in label]
+    assert len(coinciding) in (0, 2), coinciding  # sigma = 0.1, alpha = 1e-4 and sigma = 1, alpha = 0.01
 
 
 def _dm(fig, table):
@@ -232,13 +257,13 @@ CASES = [
     (fedrelax.plot_convergence, "fedrelax_fig01b_convergence", (), lambda fig, t: len(fig.axes) >= 1),
     (fedrelax.convergence_summary, "fedrelax_fig01b_convergence", (),
      _columns("final", "minimum", "argmin", index=["sigma", "alpha"])),
-    (fedrelax.plot_baselines, "fedrelax_fig01c_baselines", (), lambda fig, t: len(_labels(fig.axes[0])) >= 5),
+    (fedrelax.plot_baselines, "fedrelax_fig01c_baselines", (), _baselines),
     (fedrelax.final_per_seed, "fedrelax_fig01c_baselines", (), _columns("fedrelax", index=["seed"])),
     (fedrelax.plot_tree_ratio, "fedrelax_fig02a_trees_dm", ("d_over_m",), _n_axes(1, xlabel=["d / m"])),
     (fedrelax.plot_tree_ratio, "fedrelax_fig02b_trees_noise", ("sigma",), _n_axes(1, xlabel=[r"noise $\sigma$"])),
     (fedrelax.plot_noniid, "fedrelax_fig03_noniid_linear", (False,), _noniid),
     (fedrelax.plot_noniid, "fedrelax_fig04_noniid_trees", (True,), _noniid),
-    (fedrelax.plot_variation, "fedrelax_fig05a_variation_noise", (["sigma", "alpha"],), _variation),
+    (fedrelax.plot_variation, "fedrelax_fig05a_variation_noise", (["sigma", "alpha"],), _variation_bounds),
     (fedrelax.plot_variation, "fedrelax_fig05b_variation_connectivity", (["p_in"],), _variation),
     (fedrelax.variation_summary, "fedrelax_fig05a_variation_noise", (["sigma", "alpha"],),
      _columns("final variation", "bound (25)", index=["sigma", "alpha"])),
@@ -269,7 +294,8 @@ CASES = [
     (lecture.plot_communication, "lecture_fig1_fedsgd_vs_fedavg", (), _communication),
     (lecture.final_round, "lecture_fig1_fedsgd_vs_fedavg", (),
      _columns("test_loss", "messages_total", index=["method", "E", "B"])),
-    (lecture.upload_table, "lecture_table1_fedsgd_fedavg", (), lambda f, t: len(f) == t["method"].nunique()),
+    (lecture.upload_table, "lecture_table1_fedsgd_fedavg", (), _upload_table),
+    (lecture.coinciding_runs, "lecture_fig1_fedsgd_vs_fedavg", (), lambda d, t: all(n not in d[n] for n in d)),
 ]
 #: Helpers tested elsewhere or not figure functions (tests/unit/experiments/test_graph_aware_figures.py: the
 #: chapter's curve helpers, drawn on axes the figures above create).

@@ -25,7 +25,7 @@ _BY_PAPER: dict[str, tuple[str, ...]] = {
     ),
     "fedrelax": (
         "alg2-rmsprop", "discrepancy", "alg1-weights", "self-distillation", "public-subsample",
-        "tree-repetitions", "weighted-resampling", "noniid-data", "paired-grid-points",
+        "repetitions", "weighted-resampling", "noniid-data", "paired-grid-points",
         "fig01c-baselines", "fig02-oracle", "fig05-variation", "fedrelax-claims",
     ),
     "gfl": (

@@ -84,14 +84,22 @@ def _finish(ax: plt.Axes, x: str, y: str, logy: bool = True, logx: bool = False,
     ax.grid(alpha=0.3, which="both")
 
 
+def _legend_outside(ax: plt.Axes, below: bool = False, **kw) -> None:
+    """The legend beside the axes (right), or under them: never over the curves."""
+    if below:
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, **kw)
+    else:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, **kw)
+
+
 def plot_dm_ratio(table: pd.DataFrame) -> plt.Figure:
     """Fig. 1a: MSE(w_hat) vs d/m, one curve per alpha."""
     rows = table[table["metric"] == "weight_mse"]
-    fig, ax = plt.subplots(figsize=(5, 3.6))
+    fig, ax = plt.subplots(figsize=(6, 3.6))
     for alpha, part in rows.groupby("alpha"):
         _errorbar(ax, part, "d_over_m", rf"$\alpha$ = {alpha:g}", logy=True)
     _finish(ax, "d_over_m", "weight_mse", logx=True, ticks=rows["d_over_m"].unique())
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     fig.tight_layout()
     return fig
 
@@ -107,26 +115,39 @@ def plot_convergence(table: pd.DataFrame) -> plt.Figure:
             _band(ax, part, rf"$\alpha$ = {alpha:g}")
         ax.set_title(rf"$\sigma$ = {sigma:g}, d/m = {rows['d_over_m'].iloc[0]:g}")
         _finish(ax, "iteration", "weight_mse")
-    axes[0, -1].legend(fontsize=8)
+    _legend_outside(axes[0, -1])
     fig.tight_layout()
     return fig
 
 
 def plot_baselines(table: pd.DataFrame) -> plt.Figure:
-    """Fig. 1c: MSE(w_hat) vs iteration / round for FedRelax and the baselines."""
+    """Fig. 1c: MSE(w_hat) vs iteration / round for FedRelax and the baselines.
+
+    Left: every method, log y.  Right: the same curves on a linear y limited to the methods
+    that stay near the predict-the-mean level (final MSE above a tenth of it), which the
+    log axis crowds into one band: local training, FedAvg, IFCA-incorrect and FedRelax,
+    whose order the claims compare.
+    """
     rows = table[table["metric"] == "weight_mse"]
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     styles = {"oracle": "--", "ifca_correct": "-.", "ifca_incorrect": ":", "fedavg": "--"}
-    for method in [m for m in METHOD_LABELS if m in set(rows["method"])]:
-        if method == "mean":  # a reference: a horizontal line
-            ax.axhline(float(rows[rows["method"] == method]["value"].mean()), color="tab:gray",
-                       ls="-.", lw=1.2, label=METHOD_LABELS[method])
-            continue
-        _band(ax, rows[rows["method"] == method], METHOD_LABELS[method],
-              ls=styles.get(method, "-"))
-    _finish(ax, "iteration", "weight_mse")
-    ax.set_xlabel("iteration / round")
-    ax.legend(fontsize=8)
+    methods = [m for m in METHOD_LABELS if m in set(rows["method"])]
+    last = rows[rows["iteration"] == rows["iteration"].max()].groupby("method")["value"].mean()
+    for ax, logy in zip(axes, (True, False), strict=True):
+        for method in methods:
+            if method == "mean":  # a reference: a horizontal line
+                ax.axhline(float(rows[rows["method"] == method]["value"].mean()), color="tab:gray",
+                           ls="-.", lw=1.2, label=METHOD_LABELS[method])
+                continue
+            _band(ax, rows[rows["method"] == method], METHOD_LABELS[method], ls=styles.get(method, "-"))
+        _finish(ax, "iteration", "weight_mse", logy=logy)
+        ax.set_xlabel("iteration / round")
+    high = last[last > 0.1 * last.max()]
+    if len(high):
+        axes[1].set_ylim(0.9 * float(high.min()), 1.05 * float(rows["value"].max()))
+    axes[1].set_title("the upper curves, linear scale")
+    axes[0].set_title("every method, log scale")
+    _legend_outside(axes[1])
     fig.tight_layout()
     return fig
 
@@ -134,13 +155,13 @@ def plot_baselines(table: pd.DataFrame) -> plt.Figure:
 def plot_tree_ratio(table: pd.DataFrame, x: str) -> plt.Figure:
     """Figs. 2a / 2b: MSE_val / MSE_val(Oracle) vs ``x`` (d/m or sigma), a curve per alpha."""
     rows = table[(table["metric"] == "mse_val_ratio") & (table["method"] == "fedrelax")]
-    fig, ax = plt.subplots(figsize=(5, 3.6))
+    fig, ax = plt.subplots(figsize=(6, 3.6))
     for alpha, part in rows.groupby("alpha"):
         _errorbar(ax, part, x, rf"$\alpha$ = {alpha:g}", logy=True)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--", label="Oracle")
     _finish(ax, x, "mse_val_ratio", logx=(x == "d_over_m"), ticks=rows[x].unique())
     ax.set_ylabel(r"MSE$^{(val)}$ / MSE$^{(val)}$(Oracle)")
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     fig.tight_layout()
     return fig
 
@@ -162,7 +183,7 @@ def plot_noniid(table: pd.DataFrame, trees: bool) -> plt.Figure:
     """
     ratio = table[(table["metric"] == "mse_val_ratio") & (table["method"] == "fedrelax")]
     flat_r, noisy_r = _sweeps(ratio)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
     for alpha, part in flat_r.groupby("alpha"):
         _errorbar(axes[0], part, "d_over_m", rf"$\alpha$ = {alpha:g}", logy=trees)
     _finish(axes[0], "d_over_m", "mse_val_ratio", logy=trees, logx=True,
@@ -189,7 +210,7 @@ def plot_noniid(table: pd.DataFrame, trees: bool) -> plt.Figure:
     for ax in (axes[0], axes[2]):
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     for ax in axes:
-        ax.legend(fontsize=7)
+        _legend_outside(ax, below=True)
     fig.tight_layout()
     return fig
 
@@ -198,27 +219,39 @@ def plot_variation(table: pd.DataFrame, curve: Sequence[str]) -> plt.Figure:
     """Fig. 5: variation (22) (solid) and its bound (25) (dashed) vs iteration, log y.
 
     One colour per combination of the ``curve`` columns (e.g. ``["sigma", "alpha"]`` or
-    ``["p_in"]``); means over all runs and seeds.
+    ``["p_in"]``); means over all runs and seeds.  Bounds that coincide (within 2 %: the
+    bound scales as sigma^2 / alpha, so sigma = 0.1, alpha = 1e-4 and sigma = 1, alpha = 0.01
+    share one) are drawn with interleaved dashes, and the legend says so.
     """
     curve = list(curve)
     var = table[table["metric"] == "variation"]
     bound = table[table["metric"] == "bound"].groupby(curve)["value"].mean()
     lam2 = table[table["metric"] == "lambda2"].groupby(curve)["value"].mean()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for key, part in var.groupby(curve):
-        key = key if isinstance(key, tuple) else (key,)
-        names = {"sigma": r"$\sigma$", "alpha": r"$\alpha$", "p_in": r"$p_{in}$"}
-        label = ", ".join(f"{names.get(c, c)} = {v:g}" for c, v in zip(curve, key, strict=True))
+    names = {"sigma": r"$\sigma$", "alpha": r"$\alpha$", "p_in": r"$p_{in}$"}
+
+    def label_of(key: tuple) -> str:
+        return ", ".join(f"{names.get(c, c)} = {v:g}" for c, v in zip(curve, key, strict=True))
+
+    keys = [k if isinstance(k, tuple) else (k,) for k, _ in var.groupby(curve)]
+    bounds = {k: float(bound[k if len(k) > 1 else k[0]]) for k in keys}
+    same = {k: [o for o in keys if o != k and np.isfinite(bounds[k])
+                and abs(bounds[o] - bounds[k]) <= 0.02 * min(bounds[o], bounds[k])] for k in keys}
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for key, part in zip(keys, (p for _, p in var.groupby(curve)), strict=True):
+        label = label_of(key)
         if curve == ["p_in"]:
             label += rf" ($\lambda_2$ = {lam2[key[0]]:.3g})"
+        if same[key]:
+            label += " (bound = " + "; ".join(label_of(o) for o in same[key]) + ")"
         stats = part.groupby("iteration")["value"].mean()
         line, = ax.plot(stats.index, stats.to_numpy(), label=label)
-        b = bound[key if len(key) > 1 else key[0]]
-        if np.isfinite(b):
-            ax.axhline(b, color=line.get_color(), ls="--", lw=1)
+        if np.isfinite(bounds[key]):
+            shift = 4 * sorted([key, *same[key]]).index(key)  # coinciding bounds: interleaved dashes
+            ax.axhline(bounds[key], color=line.get_color(), lw=1,
+                       ls=(shift, (4, 4 * len(same[key]) + 4)))
     _finish(ax, "iteration", "variation")
     ax.set_ylabel(r"$\sum_i \|\tilde{w}^{(i)}\|^2$ (solid), bound (25) (dashed)")
-    ax.legend(fontsize=7, ncol=2 if len(var.groupby(curve)) > 4 else 1)
+    _legend_outside(ax)
     fig.tight_layout()
     return fig
 

@@ -1,10 +1,13 @@
-"""Run functions and claims of the FedRelax paper's figures (EXPERIMENTS.md §5).
+"""Run functions of the FedRelax paper's figures (EXPERIMENTS.md §5).
 
 Shared grid: ``sweeps`` is a list of ``{d: [...], sigma: [...]}`` blocks; the points of a
 target are the union of their products, in config order (e.g. Fig. 3's d-sweep at
 ``sigma = 0`` and its sigma-sweep at ``d = 10``).  A grid point draws its graph and data
 from ``rng_for(base_seed, target, seed, point)``, so all values of ``alpha`` (and all
-methods) of one repetition see the same data and the same initial models.
+methods) of one repetition see the same data and the same initial models.  ``draws_from``
+(another target's id) makes a target draw from that target's streams instead: Fig. 1b
+draws from Fig. 1a's, Fig. 2b from Fig. 2a's, so the grid point the two targets share
+(d/m = 1, sigma = 0) has the same values at every seed.
 
 * :func:`run_linear_final` (Figs. 1a, 3): Algorithm 2 per ``alpha``, final metrics.
 * :func:`run_linear_convergence` (Fig. 1b): Algorithm 2, ``MSE(w_hat)`` per iteration.
@@ -33,17 +36,12 @@ from ...fedrelax import (
     variation,
     weight_mse,
 )
-from ..claims import check_all, strictly_increasing
-from ..registry import Claim, rng_for
+from ..registry import rng_for
 from ..tuning import VALIDATION_METRIC
 
 __all__ = [
-    "baselines_claims",
-    "convergence_claims",
-    "dm_ratio_claims",
     "grid_points",
-    "noniid_linear_claims",
-    "noniid_trees_claims",
+    "least_squares_model",
     "point_name",
     "point_settings",
     "run_baselines",
@@ -52,10 +50,6 @@ __all__ = [
     "run_trees",
     "run_variation",
     "single_job",
-    "trees_dm_claims",
-    "trees_noise_claims",
-    "variation_connectivity_claims",
-    "variation_noise_claims",
 ]
 
 Params = Mapping[str, Any]
@@ -110,6 +104,13 @@ def _key(d: int, sigma: float) -> dict[str, Any]:
     return {"d": int(d)}
 
 
+def _streams(params: Params, experiment_id: str) -> str:
+    """The name a target's random streams derive from: ``draws_from`` (another target's id,
+    whose grid points this target then shares draw for draw: the same data, initial weights
+    and algorithmic randomness at the same seed, ``d`` and ``sigma``), else its own id."""
+    return str(params.get("draws_from", experiment_id))
+
+
 def make_data(params: Params, d: int, sigma: float, rng: np.random.Generator) -> FedRelaxData:
     """The data of one grid point: clustered (Sec. IV-A) or non-i.i.d. (Algorithm 3)."""
     spec = params["data"]
@@ -155,6 +156,7 @@ def run_linear_final(params: Params, setting: str, seed: int, base_seed: int, *,
     """
     from ...fedrelax import fedrelax_linear
 
+    experiment_id = _streams(params, experiment_id)
     records = []
     m = int(params["data"]["m"])
     for d, sigma in _points_of(params, setting):
@@ -189,6 +191,7 @@ def run_linear_convergence(params: Params, setting: str, seed: int, base_seed: i
     """Algorithm 2 for every ``alpha``; ``weight_mse`` every ``record_every`` iterations."""
     from ...fedrelax import fedrelax_linear
 
+    experiment_id = _streams(params, experiment_id)
     records = []
     m = int(params["data"]["m"])
     for d, sigma in _points_of(params, setting):
@@ -207,6 +210,40 @@ def run_linear_convergence(params: Params, setting: str, seed: int, base_seed: i
             records += [{**row, "iteration": h["iteration"], "value": h["value"]}
                         for h in result.history]
     return pd.DataFrame.from_records(records)
+
+
+def least_squares_model(d: int):
+    """``linear_regression(d)`` (no bias, squared error) with its clients' gradients and
+    losses in closed form: ``2 X^T (s * (X w - y))`` and ``sum s (X w - y)^2``, ``s`` the
+    samples' shares of their client's weight, one batched product over the clients.  IFCA's
+    local steps and its loss of every client under every model (:func:`~networkedfl.nn.batch_gradients`,
+    :func:`~networkedfl.nn.losses_of_models`) then skip ``vmap(grad(...))``, most of Fig. 1c's
+    time; the values equal the generic path's up to rounding.  ``None`` (the generic path)
+    for params that autograd or a :mod:`torch.func` transform tracks, and other layouts."""
+    import dataclasses
+
+    import torch
+
+    from ...nn import linear_regression
+
+    def terms(params, x, y, w):
+        if not (params.ndim == 2 and not params.requires_grad and x.ndim == 3 and x.shape[0] == params.shape[0]
+                and x.shape[-1] == d and tuple(y.shape) == tuple(x.shape[:2])):
+            return None
+        w = torch.ones_like(y, dtype=params.dtype) if w is None else w.to(params.dtype)
+        total = w.sum(dim=1, keepdim=True)
+        share = w / torch.where(total > 0, total, torch.ones_like(total))
+        return share, torch.bmm(x, params[:, :, None])[..., 0] - y
+
+    def batch_gradient(params, x, y, w):
+        t = terms(params, x, y, w)
+        return None if t is None else 2 * torch.bmm((t[0] * t[1])[:, None, :], x)[:, 0]
+
+    def batch_loss(params, x, y, w):
+        t = terms(params, x, y, w)
+        return None if t is None else (t[0] * t[1] ** 2).sum(dim=1)
+
+    return dataclasses.replace(linear_regression(d), batch_gradient=batch_gradient, batch_loss=batch_loss)
 
 
 BASELINE_METHODS = ("fedrelax", "local", "oracle", "fedavg", "ifca_correct", "ifca_incorrect", "mean")
@@ -237,9 +274,10 @@ def run_baselines(params: Params, setting: str, seed: int, base_seed: int, *,
     from ...algorithms.fedsgd import fedsgd
     from ...algorithms.ifca import ifca
     from ...fedrelax import fedrelax_linear, initial_weights
-    from ...nn import ClientData, linear_regression
+    from ...nn import ClientData
 
     (d, sigma), = _points_of(params, "all")[:1]
+    experiment_id = _streams(params, experiment_id)
     m = int(params["data"]["m"])
     data = make_data(params, d, sigma, rng_for(base_seed, experiment_id, seed, _key(d, sigma)))
     truth = data.true_weights  # read only outside the tuning runs
@@ -272,7 +310,7 @@ def run_baselines(params: Params, setting: str, seed: int, base_seed: int, *,
                                      callback=lambda k, w: {"value": mse_of(w)}, record_every=every)
             add(method, alpha, result.history)
             continue
-        model = linear_regression(d)
+        model = least_squares_model(d)
         clients = ClientData.from_arrays(data.features, data.labels, **opts)
         n_clusters = int(data.graph.clusters.max()) + 1
         k = {"oracle": n_clusters, "fedavg": 1, "ifca_correct": n_clusters,
@@ -342,7 +380,7 @@ def run_trees(params: Params, setting: str, seed: int, base_seed: int, *,
     import sklearn
 
     with sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
-        return _run_trees(params, setting, seed, base_seed, experiment_id)
+        return _run_trees(params, setting, seed, base_seed, _streams(params, experiment_id))
 
 
 def _tree_point(params: Params, d: int, sigma: float, seed: int, base_seed: int,
@@ -433,6 +471,7 @@ def run_variation(params: Params, setting: str, seed: int, base_seed: int, *,
 
     spec = params["data"]
     n, d = int(spec["n_nodes"]), int(params["d"])
+    experiment_id = _streams(params, experiment_id)
     blocks, rows = [], []
     for run in range(int(params["runs_per_seed"])):
         for p_in, sigma, alpha in _variation_grid(params):
@@ -468,258 +507,3 @@ def run_variation(params: Params, setting: str, seed: int, base_seed: int, *,
                      "metric": "variation", "value": float(h["variation"][b])}
                     for h in result.history]
     return pd.DataFrame.from_records(records)
-
-
-# ------------------------------------------------------------------------------ claims
-
-
-def _f(x: float) -> str:
-    return f"{x:.3g}"
-
-
-def _mean(table: pd.DataFrame, metric: str, by: list[str]) -> pd.Series:
-    rows = table[table["metric"] == metric]
-    return rows.groupby(by, dropna=False)["value"].mean()
-
-
-def dm_ratio_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 1a claims."""
-    mse = _mean(table, WMSE, ["d_over_m", "alpha"])
-    ratios = sorted(table["d_over_m"].unique())
-    alphas = [float(a) for a in sorted(table["alpha"].unique()) if a > 0]
-    big = [r for r in ratios if r >= 1]
-    cases = {f"alpha={a}, d/m={r:g}": mse[(r, a)] < mse[(r, 0.0)] for a in alphas for r in big}
-    details = {f"alpha={a}, d/m={r:g}": f"{_f(mse[(r, a)])} vs {_f(mse[(r, 0.0)])}"
-               for a in alphas for r in big}
-    a_hi, r_lo, r_hi = max(alphas), min(ratios), max(ratios)
-    gain_lo, gain_hi = mse[(r_lo, 0.0)] / mse[(r_lo, a_hi)], mse[(r_hi, 0.0)] / mse[(r_hi, a_hi)]
-    return [
-        check_all(f"for alpha in {alphas} and every d/m >= 1, MSE(w) is below alpha = 0", cases, details),
-        Claim(f"MSE(alpha=0)/MSE(alpha={a_hi}) is larger at d/m = {r_hi:g} than at d/m = {r_lo:g}",
-              bool(gain_hi > gain_lo), f"{_f(gain_hi)} at d/m={r_hi:g} vs {_f(gain_lo)} at d/m={r_lo:g}"),
-    ]
-
-
-def _curves(table: pd.DataFrame, by: list[str]) -> pd.Series:
-    rows = table[table["metric"] == WMSE]
-    return rows.groupby([*by, "iteration"], dropna=False)["value"].mean()
-
-
-def convergence_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 1b claims."""
-    curves = _curves(table, ["sigma", "alpha"])
-    sigmas, alphas = sorted(table["sigma"].unique()), sorted(table["alpha"].unique())
-    s_lo, s_hi, a_hi = sigmas[0], sigmas[-1], alphas[-1]
-    last = int(table["iteration"].max())
-    local = curves[(s_hi, 0.0)]
-    final = {(s, a): curves[(s, a)].loc[last] for s in sigmas for a in alphas}
-    checkpoints = [k for k in (100, 250, 500) if k <= last] or [last]
-    at_lo = {f"k={k}": curves[(s_lo, a_hi)].loc[k] <= 1.05 * curves[(s_lo, 0.0)].loc[k]
-             for k in checkpoints}
-    at_lo_d = {f"k={k}": f"{_f(curves[(s_lo, a_hi)].loc[k])} vs {_f(curves[(s_lo, 0.0)].loc[k])}"
-               for k in checkpoints}
-    increasing = {f"alpha={a}": strictly_increasing([final[(s, a)] for s in sigmas]) for a in alphas}
-    inc_d = {f"alpha={a}": " < ".join(_f(final[(s, a)]) for s in sigmas) for a in alphas}
-    return [
-        Claim(f"at sigma = {s_hi:g}, alpha = 0 ends above its own minimum, and alpha = {a_hi} "
-              "ends below alpha = 0",
-              bool(local.loc[last] > local.min() and final[(s_hi, a_hi)] < final[(s_hi, 0.0)]),
-              f"alpha=0: final {_f(local.loc[last])}, minimum {_f(local.min())} at k="
-              f"{int(local.idxmin())}; alpha={a_hi}: final {_f(final[(s_hi, a_hi)])}"),
-        check_all(f"at sigma = {s_lo:g}, alpha = {a_hi} is at or below alpha = 0 (5 % tolerance) "
-                  f"at iterations {checkpoints}", at_lo, at_lo_d),
-        check_all("for every alpha, the final MSE(w) increases with sigma", increasing, inc_d),
-    ]
-
-
-def baselines_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 1c claims, on the final round of the runs (FedRelax with its tuned ``alpha``
-    when the target has a tuning grid: the table's ``alpha`` is the one that ran; the
-    ``tuning_`` rows are not read)."""
-    rows = table[table["metric"] == WMSE]
-    last = rows["iteration"].max()
-    final = rows[rows["iteration"] == last].groupby("method")["value"].mean()
-    alphas = sorted(rows.loc[rows["method"] == "fedrelax", "alpha"].dropna().unique())
-    show = (", ".join(f"{m} {_f(v)}" for m, v in final.sort_values().items())
-            + "; FedRelax alpha " + ", ".join(f"{a:g}" for a in alphas))
-    ratio = final["ifca_correct"] / final["oracle"]
-    per_seed = rows[rows["iteration"] == last].pivot_table(index="seed", columns="method", values="value")
-    seed_ratios = (per_seed["ifca_correct"] / per_seed["oracle"]).to_numpy()
-    above = ["fedrelax", "ifca_correct", "ifca_incorrect", "oracle"]
-    reference = []
-    if "mean" in final.index:  # issue 17: every method below the predict-the-mean reference
-        others = [m for m in final.index if m != "mean"]
-        reference.append(check_all("[reference] every method ends below the predict-the-mean (w = 0) MSE",
-                                   {m: bool(final[m] < final["mean"]) for m in others},
-                                   {m: f"{_f(final[m])} vs {_f(final['mean'])}" for m in others}))
-    return reference + [
-        Claim("IFCA-correct is on par with Oracle: final MSE within a factor 2",
-              bool(0.5 <= ratio <= 2.0),
-              f"IFCA-correct / Oracle = {_f(ratio)} (means over seeds); per seed: "
-              + ", ".join(_f(r) for r in seed_ratios) + f" ({show})"),
-        check_all("FedRelax ends below IFCA-incorrect and above Oracle and IFCA-correct",
-                  {"below ifca_incorrect": final["fedrelax"] < final["ifca_incorrect"],
-                   "above oracle": final["fedrelax"] > final["oracle"],
-                   "above ifca_correct": final["fedrelax"] > final["ifca_correct"]},
-                  {"below ifca_incorrect": show}),
-        check_all("FedAvg ends above FedRelax, both IFCA variants and Oracle, and below local training",
-                  {**{f"above {m}": final["fedavg"] > final[m] for m in above},
-                   "below local": final["fedavg"] < final["local"]},
-                  {"below local": show}),
-    ]
-
-
-def _ratio_table(table: pd.DataFrame, by: list[str]) -> pd.Series:
-    return _mean(table[table["method"] == "fedrelax"], RATIO, by)
-
-
-def _best_positive(ratio: pd.Series, level: Any) -> tuple[float, float]:
-    """(best alpha > 0, its ratio) for one value of the first index level."""
-    part = ratio.xs(level, level=0)
-    part = part[part.index > 0]
-    return float(part.idxmin()), float(part.min())
-
-
-def trees_dm_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 2a claims (ratio to the Oracle, sigma = 0)."""
-    ratio = _ratio_table(table, ["d_over_m", "alpha"])
-    big = [r for r in sorted(table["d_over_m"].unique()) if r >= 1]
-    best = {r: _best_positive(ratio, r) for r in big}
-    return [
-        check_all("for every d/m >= 1, the best alpha > 0 is below alpha = 0",
-                  {f"d/m={r:g}": best[r][1] < ratio[(r, 0.0)] for r in big},
-                  {f"d/m={r:g}": f"alpha={best[r][0]}: {_f(best[r][1])} vs {_f(ratio[(r, 0.0)])}"
-                   for r in big}),
-        check_all("the alpha = 0 ratio (to the Oracle) is above 1 for every d/m >= 1",
-                  {f"d/m={r:g}": ratio[(r, 0.0)] > 1 for r in big},
-                  {f"d/m={r:g}": _f(ratio[(r, 0.0)]) for r in big}),
-    ]
-
-
-def trees_noise_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 2b claims (ratio to the Oracle, d/m = 1)."""
-    ratio = _ratio_table(table, ["sigma", "alpha"])
-    sigmas = sorted(table["sigma"].unique())
-    s_lo, s_hi = sigmas[0], sigmas[-1]
-    best = {s: _best_positive(ratio, s) for s in (s_lo, s_hi)}
-    gain = {s: 1 - best[s][1] / ratio[(s, 0.0)] for s in (s_lo, s_hi)}
-    return [
-        Claim(f"at sigma = {s_hi:g}, the best alpha > 0 is below alpha = 0",
-              bool(best[s_hi][1] < ratio[(s_hi, 0.0)]),
-              f"alpha={best[s_hi][0]}: {_f(best[s_hi][1])} vs {_f(ratio[(s_hi, 0.0)])}"),
-        Claim(f"the relative gain 1 - ratio(best alpha)/ratio(alpha = 0) is larger at sigma = "
-              f"{s_hi:g} than at sigma = {s_lo:g}", bool(gain[s_hi] > gain[s_lo]),
-              f"{_f(gain[s_hi])} at sigma={s_hi:g} vs {_f(gain[s_lo])} at sigma={s_lo:g}"),
-    ]
-
-
-def _noiseless(table: pd.DataFrame) -> pd.DataFrame:
-    return table[table["sigma"] == table["sigma"].min()]
-
-
-def _dm_one(table: pd.DataFrame) -> pd.DataFrame:
-    """Rows at the d/m of the sigma sweep (the d shared by several sigmas; d/m = 1 in the paper)."""
-    counts = table.groupby("d_over_m")["sigma"].nunique()
-    return table[table["d_over_m"] == counts.idxmax()]
-
-
-def noniid_linear_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 3 claims (ratio to alpha = 0)."""
-    flat = _noiseless(table)
-    ratio = _ratio_table(flat, ["d_over_m", "alpha"])
-    left = {f"alpha={a}, d/m={r:g}": v < 1 for (r, a), v in ratio.items()}
-    left_d = {f"alpha={a}, d/m={r:g}": _f(v) for (r, a), v in ratio.items()}
-    noisy = _dm_one(table)
-    r_sigma = _ratio_table(noisy, ["sigma", "alpha"])
-    a_small = min(a for a in table["alpha"].unique() if a > 0)
-    right = {f"sigma={s:g}": r_sigma[(s, a_small)] < 1 for s in sorted(noisy["sigma"].unique())}
-    right_d = {f"sigma={s:g}": _f(r_sigma[(s, a_small)]) for s in sorted(noisy["sigma"].unique())}
-    local = _mean(flat[flat["alpha"] == 0], VAL, ["d_over_m"])
-    dm = noisy["d_over_m"].iloc[0] if len(noisy) else np.nan
-    return [
-        check_all(f"at sigma = {flat['sigma'].min():g} the ratio is below 1 for every d/m and "
-                  "alpha > 0", left, left_d),
-        check_all(f"at alpha = {a_small}, d/m = {dm:g} the ratio is below 1 for every sigma",
-                  right, right_d),
-        Claim("MSE_val at alpha = 0 increases with d/m", strictly_increasing(local.to_numpy()),
-              " < ".join(f"{_f(v)} (d/m={r:g})" for r, v in local.items())),
-    ]
-
-
-def noniid_trees_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 4 claims (ratio to alpha = 0)."""
-    flat = _noiseless(table)
-    ratio = _ratio_table(flat, ["d_over_m", "alpha"])
-    dms = sorted(flat["d_over_m"].unique())
-    best = {r: _best_positive(ratio, r) for r in dms}
-    alphas = sorted(float(a) for a in table["alpha"].unique() if a > 0)
-    a_hi, small = alphas[-1], alphas[:-1]
-
-    def excess(r: float) -> float:
-        return float(ratio[(r, a_hi)] - min(ratio[(r, a)] for a in small))
-
-    r_lo, r_hi = dms[0], dms[-1]
-    noisy = _dm_one(table)
-    r_sigma = _ratio_table(noisy, ["sigma", "alpha"])
-    sigmas = sorted(noisy["sigma"].unique())
-    best_s = {s: _best_positive(r_sigma, s) for s in sigmas}
-    return [
-        check_all("left: for every d/m, some alpha > 0 gives a ratio below 1",
-                  {f"d/m={r:g}": best[r][1] < 1 for r in dms},
-                  {f"d/m={r:g}": f"alpha={best[r][0]}: {_f(best[r][1])}" for r in dms}),
-        Claim(f"middle: at d/m = {r_lo:g}, the ratio at alpha = {a_hi:g} exceeds the smallest ratio "
-              f"over alpha in {small}, by more than at d/m = {r_hi:g}",
-              bool(excess(r_lo) > 0 and excess(r_lo) > excess(r_hi)),
-              f"excess {_f(excess(r_lo))} at d/m={r_lo:g} vs {_f(excess(r_hi))} at d/m={r_hi:g}"),
-        check_all("right: for every sigma, some alpha > 0 gives a ratio below 1",
-                  {f"sigma={s:g}": best_s[s][1] < 1 for s in sigmas},
-                  {f"sigma={s:g}": f"alpha={best_s[s][0]}: {_f(best_s[s][1])}" for s in sigmas}),
-    ]
-
-
-def _variation_summary(table: pd.DataFrame, by: list[str]) -> tuple[pd.Series, pd.Series, int]:
-    var = _mean(table, "variation", [*by, "iteration"])
-    bound = _mean(table, "bound", by)
-    return var, bound, int(table["iteration"].max())
-
-
-def variation_noise_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 5a claims."""
-    by = ["sigma", "alpha"]
-    var, bound, last = _variation_summary(table, by)
-    start = min(500, last)
-    below, below_d = {}, {}
-    for (s, a), b in bound.items():
-        tail = var.xs((s, a), level=by)
-        tail = tail[tail.index >= start]
-        below[f"sigma={s:g}, alpha={a:g}"] = bool(np.all(tail.to_numpy() < b))
-        below_d[f"sigma={s:g}, alpha={a:g}"] = f"max {_f(tail.max())} vs bound {_f(b)}"
-    final = var.xs(last, level="iteration")
-    sigmas, alphas = sorted(table["sigma"].unique()), sorted(table["alpha"].unique())
-    dec = {f"sigma={s:g}": strictly_increasing([-final[(s, a)] for a in alphas]) for s in sigmas}
-    inc = {f"alpha={a:g}": strictly_increasing([final[(s, a)] for s in sigmas]) for a in alphas}
-    det = {**{f"sigma={s:g}": " > ".join(_f(final[(s, a)]) for a in alphas) for s in sigmas},
-           **{f"alpha={a:g}": " < ".join(_f(final[(s, a)]) for s in sigmas) for a in alphas}}
-    return [
-        check_all(f"for every (sigma, alpha) the variation is below the bound at every k >= {start}",
-                  below, below_d),
-        check_all("for every sigma, the final variation decreases as alpha grows; for every alpha, "
-                  "it increases with sigma", {**dec, **inc}, det),
-    ]
-
-
-def variation_connectivity_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 5b claims."""
-    var, bound, last = _variation_summary(table, ["p_in"])
-    lam2 = _mean(table, "lambda2", ["p_in"])
-    final = var.xs(last, level="iteration")
-    p = sorted(table["p_in"].unique())
-    return [
-        Claim("lambda_2(L) increases with p_in; the final variation decreases as p_in grows",
-              strictly_increasing([lam2[x] for x in p]) and strictly_increasing([-final[x] for x in p]),
-              "lambda_2: " + " < ".join(_f(lam2[x]) for x in p)
-              + "; variation: " + " > ".join(_f(final[x]) for x in p)),
-        check_all("for every p_in the variation ends below its bound",
-                  {f"p_in={x:g}": final[x] < bound[x] for x in p},
-                  {f"p_in={x:g}": f"{_f(final[x])} vs bound {_f(bound[x])}" for x in p}),
-    ]
