@@ -48,8 +48,10 @@ def outputs(tmp_path):
     target = "gtv_fig03_chain_sampling"
     pd.DataFrame({"variant": ["published", "paper"], "metric": ["parameter_mse"] * 2, "value": [1.0, 2.0],
                   "seed": [0, 0]}).to_csv(results / "tables" / f"{target}.csv", index=False)
-    claims = [{"variant": v, "claim": f"claim {k}", "passed": p, "detail": "d"}
-              for v, passes in (("published", (True, True)), ("paper", (True, False))) for k, p in enumerate(passes)]
+    verdicts = (("published", ("holds", "holds", "holds")), ("paper", ("holds", "fails", "inconclusive")))
+    claims = [{"variant": v, "claim": f"{'[reference] ' if k == 2 else ''}claim {k}", "verdict": verdict,
+               "kind": "reference" if k == 2 else "paper", "detail": "d"}
+              for v, verdicts_ in verdicts for k, verdict in enumerate(verdicts_)]
     (results / "claims" / f"{target}.json").write_text(json.dumps(claims))
     (results / "reports").mkdir()
     (results / "reports" / f"{target}.params.yaml").write_text("target: x\nparams:\n  repetitions: 2\n")
@@ -59,11 +61,14 @@ def outputs(tmp_path):
 def test_load_target_reads_the_pipeline_s_outputs_and_the_registry(outputs):
     target, results = outputs
     report = load_target(target, results=results, show=False)
-    assert isinstance(report, Report) and len(report.table) == 2 and len(report.claims) == 4
+    assert isinstance(report, Report) and len(report.table) == 2 and len(report.claims) == 6
     experiment = get_experiment(target)
     assert (report.title, report.source) == (experiment.title, experiment.source)
     assert report.figure_png == str(results / "figures" / f"{target}.png")
-    assert report.claims_counts() == ["published: 2 of 2 claims hold", "paper: 1 of 2 claims hold"]
+    assert report.claims_counts() == ["published: the paper's 2 claims: 2 holds (checks: 1 holds)",
+                                      "paper: the paper's 2 claims: 1 holds, 1 fails (checks: 1 inconclusive)"]
+    shown = report.show_claims().data
+    assert list(shown.columns[:3]) == ["variant", "verdict", "claim"]
     assert report.deviations == tuple(experiment.deviations)
     assert report.params == {"repetitions": 2}  # what the pipeline passed to the notebook
     assert load_target(target, results=results, params={"a": 1}, show=False).params == {"a": 1}
@@ -102,9 +107,10 @@ def test_claims_are_counted_per_variant_or_in_total(outputs, capsys):
     report = load_target(target, results=results, show=False)
     styled = report.show_claims()
     assert capsys.readouterr().out.splitlines() == report.claims_counts()
-    assert "color: red" in styled.to_html() and "color: green" in styled.to_html()
+    html = styled.to_html()
+    assert "color: red" in html and "color: green" in html and "color: darkorange" in html
     report.claims = report.claims.drop(columns="variant")
-    assert report.claims_counts() == ["3 of 4 claims hold"]
+    assert report.claims_counts() == ["the paper's 4 claims: 3 holds, 1 fails (checks: 1 holds, 1 inconclusive)"]
 
 
 def test_show_figure_writes_the_pdf_and_png(outputs, tmp_path):
