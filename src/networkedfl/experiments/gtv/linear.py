@@ -55,6 +55,7 @@ __all__ = [
     "BASELINES",
     "GRAPH_BUILDERS",
     "OPTIONS",
+    "METHOD_NAMES",
     "Instance",
     "build_instance",
     "grid_points",
@@ -289,6 +290,21 @@ BASELINES: dict[str, Baseline] = {
     "oracle": _oracle,
     "pooled_linear": _pooled_linear,
     "pooled_tree": _pooled_tree,
+}
+
+
+#: Display names of the rows of every linear target (Alg. 1 by its penalty, the baselines by
+#: their ``method``), for the claims, figures and tables.
+METHOD_NAMES: dict[str, str] = {
+    "l1": "Alg. 1 (l1)",
+    "nlasso": "Alg. 1 (nLasso)",
+    "mocha": "MOCHA",
+    "ifca": "IFCA",
+    "fedavg": "FedAvg",
+    "fedavg_clusters": "FedAvgC",
+    "oracle": "cluster oracle",
+    "pooled_linear": "pooled linear regression",
+    "pooled_tree": "pooled tree",
 }
 
 
