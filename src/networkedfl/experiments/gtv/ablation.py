@@ -13,7 +13,11 @@ the last plotted iteration).
 Every job draws from the source target's random streams (``rng_for`` keyed by the source
 target's id and the grid point), so the ``published`` and ``paper`` rows equal those of the
 source target at the same grid points, and every difference between rows is the effect
-of the switched option alone.
+of the switched option alone.  With ``ends_from_source: true`` the linear cases' two ends
+are therefore not run again: their jobs read the source target's table (an input of the
+ablation) and keep its rows at the case's grid points, methods and seed, bit for bit what
+running them gives (``tests/unit/experiments/test_gtv_ablation.py`` checks this, and that
+each case's parameters are its source's).
 """
 
 from __future__ import annotations
@@ -24,15 +28,16 @@ from typing import Any
 
 import pandas as pd
 
+from ...io import Paths
 from ..claims import above, any_of, below, exact, seed_values
 from ..registry import Claim, Experiment, register
 from ..variants import variant_params
-from .linear import linear_settings, run_gtv_linear
+from .linear import grid_points, linear_settings, run_gtv_linear
 from .mnist import ALL_METHODS, run_mnist
 from .mnist_graph import graph_file, graph_names, mnist_train_files
 
 __all__ = ["ablation_claims", "ablation_inputs", "ablation_settings", "ablation_switches", "headline_per_seed",
-           "run_quirk_ablation", "switched_params"]
+           "run_quirk_ablation", "source_rows", "switched_params"]
 
 Params = Mapping[str, Any]
 
@@ -58,11 +63,22 @@ def ablation_switches(case: Params) -> list[str]:
     return ["published", *dict.fromkeys(overridden), "paper"]
 
 
+#: The switches whose rows are the source target's own (its two variants).
+ENDS = ("published", "paper")
+
+
+def _reads_source(params: Params, name: str) -> bool:
+    return bool(params.get("ends_from_source")) and name not in MNIST_CASES
+
+
 def ablation_inputs(params: Params) -> dict[str, str | list[str]]:
     """The MNIST files of the MNIST cases (``<case>_mnist``) and every graph their switches
-    run on (``<case>_graph_<name>``: the published variant's and the paper's); none for
-    linear cases."""
+    run on (``<case>_graph_<name>``: the published variant's and the paper's); with
+    ``ends_from_source``, the source target's table of each linear case (``<case>_source``)."""
     inputs: dict[str, str | list[str]] = {}
+    for name in params["cases"]:
+        if _reads_source(params, name):
+            inputs[f"{name}_source"] = Paths().table(SOURCES[name])
     for name in MNIST_CASES:
         if name in params["cases"]:
             inputs[f"{name}_mnist"] = mnist_train_files()
@@ -110,12 +126,35 @@ def run_quirk_ablation(params: Params, setting: str, seed: int, base_seed: int, 
                              f"the job's inputs {sorted(inputs)}")
         mine = {"mnist": inputs[f"{name}_mnist"], "graph": inputs[graph]}
         table = run_mnist(p, ALL_METHODS, seed, base_seed, inputs=mine, experiment_id=source)
+    elif switch in ENDS and _reads_source(params, name):
+        table = source_rows(pd.read_csv((inputs or {})[f"{name}_source"]), p, switch, seed)
     else:
         table = pd.concat([run_gtv_linear(p, job, seed, base_seed, experiment_id=source)
                            for job in linear_settings(p)], ignore_index=True)
     table.insert(0, "switch", switch)
     table.insert(0, "case", name)
     return table
+
+
+def source_rows(source: pd.DataFrame, params: Params, variant: str, seed: int) -> pd.DataFrame:
+    """The rows of a linear case's end (``variant``) for ``seed``, taken from the source
+    target's table: its grid points, penalties and baselines, in the order and columns that
+    running them gives (the source's rows of one seed come setting by setting, grid point by
+    grid point, as :func:`~.linear.run_gtv_linear` writes them)."""
+    grid = params["grid"]
+    baselines = [m for m in params.get("methods", []) if m != "primal_dual"]
+    rows = source[(source["variant"] == variant) & (source["seed"] == seed)]
+    keep = rows["method"].isin(baselines) | ((rows["method"] == "primal_dual") & rows["penalty"].isin(params["lam"]))
+    for key, values in grid.items():
+        keep &= rows[key].isin(values)
+    rows = rows[keep].drop(columns="variant")
+    expected = len(grid_points(params)) * (len(params["lam"]) + len(baselines))
+    found = rows.groupby([*grid, "method", "penalty"]).ngroups
+    if found != expected:
+        raise ValueError(f"the source table has {found} of the {expected} (grid point, method) runs of the "
+                         f"ablation case's {variant} end at seed {seed}: is the case a restriction of its source?")
+    columns = [*grid, "method", "penalty", "lam", "seed", "metric", "value"]
+    return rows[columns].reset_index(drop=True)
 
 
 def headline_per_seed(table: pd.DataFrame) -> pd.DataFrame:
