@@ -248,9 +248,9 @@ _SBM = (*_SAMPLED, "sbm-sampler")
 
 
 def _linear(eid: str, kind: Literal["figure", "table"], source: str, title: str, claims,
-            *deviations: str) -> Experiment:
+            *deviations: str, paper_scale: Mapping[str, str] | None = None) -> Experiment:
     return register_target(eid, kind, source, title, run_gtv_linear, claims, settings=linear_settings,
-                           deviations=(*LINEAR_DEVIATIONS, *deviations))
+                           deviations=(*LINEAR_DEVIATIONS, *deviations), paper_scale=dict(paper_scale or {}))
 
 
 _linear("gtv_table1_highdim_sbm", "table", "GTV Table I",
@@ -260,7 +260,7 @@ _linear("gtv_fig02_num_clusters", "figure", "GTV Fig. 2",
         "High-dimensional SBM: parameter MSE vs number of clusters k", num_clusters_claims, *_IFCA)
 _linear("gtv_fig03_chain_sampling", "figure", "GTV Fig. 3",
         "Chain, noiseless: parameter MSE vs bridge weight eps, per sampling fraction M",
-        chain_sampling_claims, *_SAMPLED)
+        chain_sampling_claims, *_SAMPLED, "fig03-seeds", paper_scale={"repetitions": "5 [official code]"})
 _linear("gtv_fig04_chain_noise", "figure", "GTV Fig. 4",
         "Chain, M = 0.6: parameter MSE vs bridge weight eps, per noise level sigma",
         chain_noise_claims, *_SAMPLED)
