@@ -12,7 +12,7 @@ import pytest
 
 from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
 from networkedfl.experiments.gtv import targets
-from networkedfl.experiments.gtv.ablation import ablation_claims
+from networkedfl.experiments.gtv.ablation import ablation_claims, headline_per_seed
 from networkedfl.experiments.gtv.diagrams import cluster_graph_claims, star_graph_claims
 from networkedfl.experiments.gtv.star import star_lambda_claims
 
@@ -232,3 +232,21 @@ def test_ablation_checks_are_diagnostics_of_a_two_sided_difference():
     assert verdicts(ablation_claims(_ablation(1.01, noise=0.3), params))[1] == INCONCLUSIVE
     missing = _ablation(3.0)
     assert verdicts(ablation_claims(missing[missing["switch"] != "loss_scale"], params))[0] == FAILS
+
+
+def test_the_ablation_headline_is_a_geometric_mean_of_its_mses():
+    """A large item that both ends share must not hide a small one that moves 100-fold (the
+    fig09 case: p_out = 0.1 near 3 in both variants, p_out = 0.01 at 1e-5 vs 1e-3)."""
+    params = {"cases": {"table1": {"variants": {"published": {"loss_scale": "sum"}, "paper": {}}}}}
+    rows = []
+    for seed, switch in itertools.product(SEEDS, ("published", "loss_scale", "paper")):
+        noise = np.random.default_rng([seed, len(switch)]).normal(0, 0.05, 2)
+        small = (1e-5 if switch == "published" else 1e-3) * np.exp(noise[0])
+        for method, penalty, value in (("primal_dual", "l1", small), ("ifca", "none", 3.0 * np.exp(noise[1]))):
+            rows.append({"case": "table1", "switch": switch, "method": method, "penalty": penalty, "seed": seed,
+                         "metric": "label_mse", "value": value})
+    heads = headline_per_seed(pd.DataFrame(rows))
+    published = heads[heads["switch"] == "published"]["value"]
+    assert np.allclose(published, np.sqrt(1e-5 * 3.0), rtol=0.2)  # the geometric mean of the two items
+    claims = ablation_claims(pd.DataFrame(rows), params)
+    assert claims[1].verdict == HOLDS and claims[1].effect == pytest.approx(0.1, rel=0.1)  # sqrt(1e-5 / 1e-3)
