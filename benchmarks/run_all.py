@@ -12,6 +12,12 @@ section of ``benchmarks/README.md``):
 * **decision-tree FedRelax** (``bench_trees.py``): one repetition of Fig. 4 (``--quick``: at
   the test profile's sizes) in one process, with the nodes' fits in two threads, and in two
   worker processes (the pipeline's way), timed in turn after a warm-up; ratios to one process;
+* **FedAvg at scale** (``bench_fedavg_scale.py``): seconds per round and peak memory of
+  FedAvg (MLP 20-64-10, 200 samples per client) against a per-client torch loop on the
+  same draws, each case in its own process (``--quick``: 100 and 10^3 clients, 1 % of 10^4;
+  full: 100, 10^3, 10^4 clients and 1 % of 10^5, with Flower's simulation engine where
+  ``.venv-flower`` exists, 120 s per size), and the issue's bar (a 1 % round over a full
+  round at a hundredth of the clients);
 * **GTV primal-dual**: ``bench_primal_dual.py`` run as a subprocess (10^5 nodes; full mode:
   its default sizes); its table's time columns (``ms/iter`` and, where the script prints
   them, the sparse-product, ratio and bandwidth columns) are parsed loosely, and its lines
@@ -22,14 +28,14 @@ section of ``benchmarks/README.md``):
   line (``2026-11-25 00:55:02,678 INFO ...``); a job's *span* is its last minus its first
   timestamp and its *compute* time the sum of the runner's ``... in 31.1 s`` figures.  A
   tuning job logs only after its computation, so its span misses it: a job counts as
-  ``max(span, compute)``.  The ten targets with the largest summed job time are shown, with
+  ``max(span, compute)``.  Every target's summed job time is shown, largest first, with
   the total over all targets, and the Snakemake runs recorded in ``.snakemake/log/``.
 
 Nothing is asserted: the exit code does not depend on the figures.
 
 Usage::
 
-    .venv/bin/python benchmarks/run_all.py --quick                  # about a minute
+    .venv/bin/python benchmarks/run_all.py --quick                  # a few minutes
     .venv/bin/python benchmarks/run_all.py                          # full, several minutes
     .venv/bin/python benchmarks/run_all.py --markdown benchmarks/README.md
     .venv/bin/python benchmarks/run_all.py --quick --only logs --workdir /path/to/run
@@ -55,7 +61,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 BEGIN_MARKER = "<!-- benchmarks:begin -->"
 END_MARKER = "<!-- benchmarks:end -->"
-SECTIONS = ("loops", "trees", "primal_dual", "logs")
+SECTIONS = ("loops", "trees", "fedavg_scale", "primal_dual", "logs")
+#: bench_fedavg_scale.py's cases in run_all's full mode (the script alone also runs 10 % of 10^5)
+FEDAVG_SCALE_CASES = ("100", "1e3", "1e4", "1e5:0.01")
 
 # ---------------------------------------------------------------------------------------
 # Run logs: time per target
@@ -186,6 +194,15 @@ def snakemake_runs(workdir: Path) -> list[dict]:
         runs.append({"log": path.name, "command": command, "done": steps[0],
                      "steps": steps[1], "elapsed_s": elapsed})
     return runs
+
+
+def _measure(workdir: Path) -> dict | None:
+    """What ``benchmarks/measure_run.py`` wrote for the last run in ``workdir``, if anything."""
+    path = Path(workdir) / ".snakemake" / "networkedfl-measure.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -415,6 +432,12 @@ def _text_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [fmt(header), "-" * (sum(widths) + 2 * (len(widths) - 1)), *map(fmt, rows)]
 
 
+def _heading(title: str, section: dict, markdown: bool) -> list[str]:
+    """A section's title, followed by its error where it failed."""
+    out = [f"**{title}**" if markdown else title + ":", ""]
+    return out + ([f"error: {section['error']}", ""] if "error" in section else [])
+
+
 def render(results: dict, markdown: bool) -> str:
     """The results as plain text (``markdown=False``) or as benchmarks/README.md's generated section."""
     table = _md_table if markdown else _text_table
@@ -449,16 +472,21 @@ def render(results: dict, markdown: bool) -> str:
 
     if "trees" in results:
         tr = results["trees"]
-        title = "Decision-tree FedRelax, one repetition of Fig. 4 (bench_trees.py)"
-        out += [f"**{title}**" if markdown else title + ":", ""]
-        if "error" in tr:
-            out += [f"error: {tr['error']}", ""]
-        else:
+        out += _heading("Decision-tree FedRelax, one repetition of Fig. 4 (bench_trees.py)", tr, markdown)
+        if "error" not in tr:
             one = tr["seconds"]["one process"]
             rows = [[way, f"{sec:.2f} s", f"{one / sec:.2f}"] for way, sec in tr["seconds"].items()]
             out += table(["way", "time", "one process / this"], rows)
             out += ["", f"{'Test' if tr['quick'] else 'Default'} scale, {tr['workers']} workers "
                     f"(threads or processes); the three tables equal: {tr['equal']}.", ""]
+
+    if "fedavg_scale" in results:
+        fs = results["fedavg_scale"]
+        out += _heading("FedAvg at scale, vs a per-client torch loop and Flower (bench_fedavg_scale.py)",
+                        fs, markdown)
+        if "error" not in fs:
+            out += _import_bench("bench_fedavg_scale").render(fs, markdown=markdown)
+            out.append("")
 
     if "primal_dual" in results:
         pd = results["primal_dual"]
@@ -485,11 +513,9 @@ def render(results: dict, markdown: bool) -> str:
         if not targets:
             out += [f"No job logs under {where}/logs/run or logs/tuning.", ""]
         else:
-            top = targets[:10]
             rows = [[t.target, str(t.jobs), _dur(t.run_s), _dur(t.tuning_s), _dur(t.compute_s),
-                     _dur(t.total_s)] for t in top]
-            total = TargetTime("total" if len(targets) <= 10 else
-                               f"total ({len(targets)} targets)")
+                     _dur(t.total_s)] for t in targets]
+            total = TargetTime(f"total ({len(targets)} targets)")
             for t in targets:
                 total.jobs += t.jobs
                 total.run_s += t.run_s
@@ -511,6 +537,12 @@ def render(results: dict, markdown: bool) -> str:
                     f"{_dur(sum(elapsed))} wall-clock in all; the latest ({last['log']}): "
                     f"{last['done']} of {last['steps']} steps in {_dur(last['elapsed_s'])}, "
                     f"`{last['command']}`.", ""]
+        measured = lg.get("measure")
+        if measured:
+            out += [f"Measured by `benchmarks/measure_run.py` (`{measured['command']}`, finished "
+                    f"{measured['finished'][:16]}): {_dur(measured['wall_s'])} wall-clock on {measured['cpus']} CPUs; "
+                    f"CPU time of everything it ran {_dur(measured['all_cpu_s'])}, of the Snakemake process itself "
+                    f"{_dur(measured['own_cpu_s'])} ({100 * (measured['own_share'] or 0):.1f} %).", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -573,6 +605,14 @@ def collect(args: argparse.Namespace) -> dict:
             results["trees"] = _import_bench("bench_trees").measure("fedrelax_fig04_noniid_trees", args.quick)
         except Exception as exc:  # report and go on: never fail on a benchmark
             results["trees"] = {"error": repr(exc)}
+    if "fedavg_scale" in only:
+        print("... bench_fedavg_scale.py", file=sys.stderr, flush=True)
+        try:
+            bench = _import_bench("bench_fedavg_scale")
+            results["fedavg_scale"] = bench.measure(bench.QUICK_CASES if args.quick else FEDAVG_SCALE_CASES,
+                                                    flower=not args.quick, flower_timeout=120.0)
+        except Exception as exc:  # report and go on: never fail on a benchmark
+            results["fedavg_scale"] = {"error": repr(exc)}
     if "primal_dual" in only:
         print("... bench_primal_dual.py", file=sys.stderr, flush=True)
         results["primal_dual"] = run_primal_dual(args.quick, args.timeout)
@@ -582,6 +622,7 @@ def collect(args: argparse.Namespace) -> dict:
             "workdir_label": _label(args.workdir),
             "targets": [asdict(t) for t in target_times(args.workdir)],
             "snakemake": snakemake_runs(args.workdir),
+            "measure": _measure(args.workdir),
         }
     results["machine"] = machine()
     results["elapsed_s"] = time.perf_counter() - t0
@@ -590,7 +631,7 @@ def collect(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="short timings (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="short timings (a few minutes)")
     parser.add_argument("--workdir", type=Path, default=REPO,
                         help="directory of a Snakemake run (its logs/ and .snakemake/log/); "
                         "default: the repository root")

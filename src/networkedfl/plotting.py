@@ -15,14 +15,20 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.colors import to_rgba
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from .io import atomic_write
 
 __all__ = [
+    "COINCIDE",
     "PENALTY_LABELS",
     "ablation_summary",
     "accuracy_curves",
     "claims_frame",
+    "figure_defects",
     "plot_accuracy_curves",
     "plot_graph",
     "plot_sweep",
@@ -386,3 +392,150 @@ def tuning_summary(table: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns="tuning_point", errors="ignore").reset_index(drop=True)
 
 
+# --- figures that show their results (issue 34)
+
+
+def _display_points(ax, renderer, step=3.0):
+    """The display coordinates of ``ax``'s plotted data inside its box: every line's points
+    and its segments sampled every ``step`` pixels, scatter markers and error bars (lines in
+    axes coordinates, e.g. ``axhline``, and shaded bands are decorations, left out)."""
+    chunks = []
+
+    def add(xy, joined):
+        xy = np.asarray(xy, float)
+        xy = xy[np.all(np.isfinite(xy), axis=1)]
+        if len(xy) > 1 and joined:
+            seg = np.diff(xy, axis=0)
+            n = np.maximum(1, (np.hypot(*seg.T) / step).astype(int))
+            xy = np.vstack([xy[:1], *[a + np.linspace(0, 1, k + 1)[1:, None] * d
+                                      for a, d, k in zip(xy[:-1], seg, n, strict=True)]])
+        chunks.append(xy)
+
+    for line in ax.get_lines():
+        if line.get_visible() and line.get_transform() == ax.transData and len(line.get_xydata()):
+            add(ax.transData.transform(line.get_xydata()), line.get_linestyle() not in ("None", "", " "))
+    for coll in ax.collections:
+        if not coll.get_visible():
+            continue
+        if isinstance(coll, PathCollection) and len(coll.get_offsets()):
+            add(coll.get_offset_transform().transform(coll.get_offsets()), False)
+        elif isinstance(coll, LineCollection):
+            for seg in coll.get_segments():
+                if len(seg):
+                    add(coll.get_transform().transform(seg), True)
+    if not chunks:
+        return np.empty((0, 2))
+    pts = np.vstack(chunks)
+    box = ax.get_window_extent(renderer)
+    keep = (pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)
+    return pts[keep]
+
+
+def _legend_overlaps(fig):
+    renderer = fig.canvas.get_renderer()
+    legends = [(ax, ax.get_legend()) for ax in fig.axes if ax.get_legend() is not None]
+    legends += [(None, legend) for legend in fig.legends]
+    problems = []
+    for owner, legend in legends:
+        box = legend.get_window_extent(renderer).expanded(0.98, 0.95)  # a pixel or two of frame
+        for ax in fig.axes:
+            if not ax.get_visible() or not ax.get_window_extent(renderer).overlaps(box):
+                continue
+            pts = _display_points(ax, renderer)
+            inside = (pts[:, 0] > box.x0) & (pts[:, 0] < box.x1) & (pts[:, 1] > box.y0) & (pts[:, 1] < box.y1)
+            if inside.any():
+                problems.append(f"legend of {_name(owner)} covers {int(inside.sum())} plotted points of {_name(ax)}")
+    return problems
+
+
+def _name(ax: plt.Axes | None) -> str:
+    return "the figure" if ax is None else f"axes {ax.get_title()!r}" if ax.get_title() else "an untitled axes"
+
+
+def _style(handle):
+    """What tells a legend entry apart: colour, line style, marker (or fill and hatch)."""
+    if isinstance(handle, Line2D):
+        return ("line", to_rgba(handle.get_color()), handle.get_linestyle(), handle.get_marker())
+    if isinstance(handle, Patch):
+        return ("patch", to_rgba(handle.get_facecolor()), handle.get_hatch(), to_rgba(handle.get_edgecolor()))
+    if isinstance(handle, PathCollection):
+        faces = handle.get_facecolors()
+        return ("markers", tuple(np.round(faces[0], 3)) if len(faces) else None)
+    return ("other", id(handle))
+
+
+def _alike_entries(fig):
+    problems = []
+    for legend in [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends):
+        seen = {}
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+            key = _style(handle)
+            if key in seen and seen[key] != text.get_text():
+                problems.append(f"legend entries {seen[key]!r} and {text.get_text()!r} look the same")
+            seen.setdefault(key, text.get_text())
+    for ax in fig.axes:  # labelled series of one panel drawn alike
+        seen = {}
+        for line in ax.get_lines():
+            label = line.get_label()
+            if label.startswith("_") or not line.get_visible():
+                continue
+            key = _style(line)
+            if key in seen and seen[key] != label:
+                problems.append(f"{_name(ax)}: series {seen[key]!r} and {label!r} look the same")
+            seen.setdefault(key, label)
+    return problems
+
+
+def _overprinted_texts(fig, share=0.2):
+    renderer = fig.canvas.get_renderer()
+    problems = []
+    for ax in fig.axes:
+        texts = [t for t in ax.texts if t.get_visible() and t.get_text().strip()]
+        boxes = [t.get_window_extent(renderer) for t in texts]
+        for i in range(len(texts)):
+            for j in range(i + 1, len(texts)):
+                a, b = boxes[i], boxes[j]
+                w = min(a.x1, b.x1) - max(a.x0, b.x0)
+                h = min(a.y1, b.y1) - max(a.y0, b.y0)
+                if w > 0 and h > 0 and w * h > share * min(a.width * a.height, b.width * b.height):
+                    problems.append(f"{_name(ax)}: labels {texts[i].get_text()!r} and {texts[j].get_text()!r} "
+                                    "overprint")
+    return problems
+
+
+#: Words a legend label uses to say that its curve coincides with another one.
+COINCIDE = ("coincide", "same as", "identical", "hidden", "overlap")
+
+
+def _hidden_curves(fig):
+    problems = []
+    for ax in fig.axes:
+        lines = [ln for ln in ax.get_lines() if ln.get_visible() and not ln.get_label().startswith("_")
+                 and len(ln.get_xydata()) > 1]
+        for i in range(len(lines)):
+            for j in range(i + 1, len(lines)):
+                a, b = lines[i].get_xydata(), lines[j].get_xydata()
+                if a.shape == b.shape and np.allclose(a, b, rtol=1e-9, atol=0, equal_nan=True):
+                    labels = (lines[i].get_label(), lines[j].get_label())
+                    if not any(word in label.lower() for label in labels for word in COINCIDE):
+                        problems.append(f"{_name(ax)}: {labels[1]!r} lies hidden under {labels[0]!r} and no label "
+                                        "says so")
+    return problems
+
+
+def figure_defects(fig: plt.Figure) -> list[str]:
+    """What keeps a reader from seeing a figure's results, one line each (empty if nothing).
+
+    * a legend over plotted data: its box against every line's points and segments (sampled
+      every 3 pixels), scatter markers and error bars, in display coordinates (lines in axes
+      coordinates such as ``axhline`` and shaded bands are decorations, not data);
+    * two legend entries, or two labelled series of one panel, drawn alike (colour, line
+      style and marker; fill and hatch for patches);
+    * labels of one panel that overprint (their boxes overlap by a fifth of the smaller);
+    * a labelled curve that lies exactly under another while neither label says so (with one
+      of the words in :data:`COINCIDE`).
+
+    ``tests/integration/test_figures.py`` runs it on every figure function.
+    """
+    fig.canvas.draw()
+    return [*_legend_overlaps(fig), *_alike_entries(fig), *_overprinted_texts(fig), *_hidden_curves(fig)]

@@ -226,3 +226,28 @@ def test_first_clients_keep_the_vocabulary_and_their_own_data(profile_reviews):
     assert part.graph.n_nodes == 3 and np.array_equal(part.similarity, sim[:3, :3])
     with pytest.raises(SystemExit, match=r"--clients must lie in \[2, 5\], got 6"):
         profile_reviews.first_clients(task, 6, 2)
+
+
+def test_fedavg_scale_measures_the_library_the_loop_and_the_bar(run_all, tmp_path):
+    """bench_fedavg_scale.py at toy sizes: the per-client loop ends at the library's weights,
+    the chunked runs equal one call, the bar's ratio is computed from the 1 % case and the
+    full case at a hundredth of its clients, and a missing Flower environment is reported,
+    not raised; run_all renders the section."""
+    bench = run_all._import_bench("bench_fedavg_scale")
+    res = bench.measure(("20", "2000:0.01"), chunk=8, flower_python=tmp_path / "no-flower" / "python")
+    full, sampled = res["cases"]
+    assert "error" not in full and "error" not in sampled, res["cases"]
+    assert (full["selected"], sampled["selected"]) == (20, 20)
+    for case in res["cases"]:
+        assert case["loop_equal"] and case["chunked_equal"]
+        assert case["library_s"] > 0 and case["loop_s"] > 0 and case["peak_rss"] > case["data_bytes"]
+    assert res["flower_status"].startswith("not installed") and "pip install" in res["flower_status"]
+    ratio = bench.bar(res)
+    assert ratio["n"] == 2000 and ratio["full_n"] == 20
+    assert ratio["ratio"] == sampled["library_s"] / full["library_s"]
+    text = run_all.render({"quick": True, "fedavg_scale": res, "machine": run_all.machine(),
+                           "elapsed_s": 1.0}, markdown=True)
+    assert "| 2000 (1%) | 20 |" in text and "a round at 1 % of 2000 clients" in text
+    broken = run_all.render({"quick": True, "fedavg_scale": {"error": "boom"}, "machine": run_all.machine(),
+                             "elapsed_s": 1.0}, markdown=False)
+    assert "error: boom" in broken

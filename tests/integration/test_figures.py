@@ -5,18 +5,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
-from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
 
 from networkedfl.experiments.fedrelax import figures as fedrelax  # noqa: E402
 from networkedfl.experiments.gfl import figures as gfl  # noqa: E402
 from networkedfl.experiments.gtv import figures as gtv  # noqa: E402
 from networkedfl.experiments.lecture import figures as lecture  # noqa: E402
 from networkedfl.experiments.report import load_target  # noqa: E402
+from networkedfl.plotting import figure_defects  # noqa: E402
 
 MODULES = {"gtv": gtv, "fedrelax": fedrelax, "gfl": gfl, "lecture": lecture}
 
@@ -147,6 +146,27 @@ def _client_data(value, table):
     assert list(edges.columns) == ["domain", "neighbour", "cosine"] and len(edges) > 0
 
 
+def _paper_rows(column, expected):
+    """A tidy table (a DataFrame with a plain index) whose ``column`` lists the paper's rows
+    in the paper's order."""
+    def check(frame, table):
+        assert isinstance(frame, pd.DataFrame) and list(frame.index) == list(range(len(frame)))
+        assert list(frame[column]) == list(expected)
+    return check
+
+
+def _review_domains():
+    from networkedfl.datasets.reviews import DOMAINS
+
+    return DOMAINS
+
+
+def _settings_items():
+    from networkedfl.experiments.gfl.synthetic import TABLE_10_1
+
+    return [item for _, item, _ in TABLE_10_1]
+
+
 def _per_domain(frame, table):
     assert list(frame.columns) == list(gfl.final_losses(table).index)  # ordered by the final loss
     assert frame.index.nunique() == table.loc[table["metric"] == "test_loss_client", "domain"].nunique()
@@ -250,7 +270,7 @@ CASES = [
     (gfl.tuning_summary, "gfl_fig10_1_dfl", (), _tuned),
     (gfl.fig10_2_homologous_graphs, "gfl_fig10_2_homologous_graphs", (), _n_axes(5)),  # 4 panels, a colour bar
     (gfl.homologous_samples, "gfl_fig10_2_homologous_graphs", (), _columns(index=["node", "sample"])),
-    (gfl.settings_table, "gfl_table10_1_settings", (), _columns("group", "item", "value", "paper", "provenance")),
+    (gfl.settings_table, "gfl_table10_1_settings", (), _paper_rows("item", _settings_items())),
     (gfl.fig10_3_synthetic, "gfl_fig10_3_synthetic", (), _upper_gain),
     (gfl.cluster_agreement, "gfl_fig10_3_synthetic", (), _columns("mean", "count")),
     (gfl.fig10_4_reviews_nlp, "gfl_fig10_4_reviews_nlp", (),
@@ -261,6 +281,7 @@ CASES = [
     (gfl.reviews_diagnostics, "gfl_fig10_4_reviews_nlp", (), _columns("first", "last", index=["method", "metric"])),
     (gfl.fesem_clusters, "gfl_fig10_4_reviews_nlp", (), lambda s, t: len(s) >= 1 and s.str.len().gt(0).all()),
     (gfl.review_stats, "gfl_table10_2_review_stats", (), _review_stats),
+    (gfl.review_stats_table, "gfl_table10_2_review_stats", (), _paper_rows("domain", _review_domains())),
     (gfl.review_totals, "gfl_table10_2_review_stats", (), _text("total words: published 63,144")),
     (gfl.review_extras, "gfl_table10_2_review_stats", (), _columns("train_documents", "test_documents")),
     # lecture
@@ -294,140 +315,6 @@ def test_figure_function_on_the_test_profile(built, fn, target, args, check):
 # no curve hidden under another without the legend saying so
 
 
-def _display_points(ax, renderer, step=3.0):
-    """The display coordinates of ``ax``'s plotted data inside its box: every line's points
-    and its segments sampled every ``step`` pixels, scatter markers and error bars (lines in
-    axes coordinates, e.g. ``axhline``, and shaded bands are decorations, left out)."""
-    chunks = []
-
-    def add(xy, joined):
-        xy = np.asarray(xy, float)
-        xy = xy[np.all(np.isfinite(xy), axis=1)]
-        if len(xy) > 1 and joined:
-            seg = np.diff(xy, axis=0)
-            n = np.maximum(1, (np.hypot(*seg.T) / step).astype(int))
-            xy = np.vstack([xy[:1], *[a + np.linspace(0, 1, k + 1)[1:, None] * d
-                                      for a, d, k in zip(xy[:-1], seg, n, strict=True)]])
-        chunks.append(xy)
-
-    for line in ax.get_lines():
-        if line.get_visible() and line.get_transform() == ax.transData and len(line.get_xydata()):
-            add(ax.transData.transform(line.get_xydata()), line.get_linestyle() not in ("None", "", " "))
-    for coll in ax.collections:
-        if not coll.get_visible():
-            continue
-        if isinstance(coll, PathCollection) and len(coll.get_offsets()):
-            add(coll.get_offset_transform().transform(coll.get_offsets()), False)
-        elif isinstance(coll, LineCollection):
-            for seg in coll.get_segments():
-                if len(seg):
-                    add(coll.get_transform().transform(seg), True)
-    if not chunks:
-        return np.empty((0, 2))
-    pts = np.vstack(chunks)
-    box = ax.get_window_extent(renderer)
-    keep = (pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)
-    return pts[keep]
-
-
-def _legend_overlaps(fig):
-    renderer = fig.canvas.get_renderer()
-    legends = [(ax, ax.get_legend()) for ax in fig.axes if ax.get_legend() is not None]
-    legends += [(None, legend) for legend in fig.legends]
-    problems = []
-    for owner, legend in legends:
-        box = legend.get_window_extent(renderer).expanded(0.98, 0.95)  # a pixel or two of frame
-        for ax in fig.axes:
-            if not ax.get_visible() or not ax.get_window_extent(renderer).overlaps(box):
-                continue
-            pts = _display_points(ax, renderer)
-            inside = (pts[:, 0] > box.x0) & (pts[:, 0] < box.x1) & (pts[:, 1] > box.y0) & (pts[:, 1] < box.y1)
-            if inside.any():
-                problems.append(f"legend of {_name(owner)} covers {int(inside.sum())} plotted points of {_name(ax)}")
-    return problems
-
-
-def _name(ax):
-    return "the figure" if ax is None else f"axes {ax.get_title()!r}" if ax.get_title() else "an untitled axes"
-
-
-def _style(handle):
-    """What tells a legend entry apart: colour, line style, marker (or fill and hatch)."""
-    if isinstance(handle, Line2D):
-        return ("line", to_rgba(handle.get_color()), handle.get_linestyle(), handle.get_marker())
-    if isinstance(handle, Patch):
-        return ("patch", to_rgba(handle.get_facecolor()), handle.get_hatch(), to_rgba(handle.get_edgecolor()))
-    if isinstance(handle, PathCollection):
-        faces = handle.get_facecolors()
-        return ("markers", tuple(np.round(faces[0], 3)) if len(faces) else None)
-    return ("other", id(handle))
-
-
-def _alike_entries(fig):
-    problems = []
-    for legend in [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends):
-        seen = {}
-        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
-            key = _style(handle)
-            if key in seen and seen[key] != text.get_text():
-                problems.append(f"legend entries {seen[key]!r} and {text.get_text()!r} look the same")
-            seen.setdefault(key, text.get_text())
-    for ax in fig.axes:  # labelled series of one panel drawn alike
-        seen = {}
-        for line in ax.get_lines():
-            label = line.get_label()
-            if label.startswith("_") or not line.get_visible():
-                continue
-            key = _style(line)
-            if key in seen and seen[key] != label:
-                problems.append(f"{_name(ax)}: series {seen[key]!r} and {label!r} look the same")
-            seen.setdefault(key, label)
-    return problems
-
-
-def _overprinted_texts(fig, share=0.2):
-    renderer = fig.canvas.get_renderer()
-    problems = []
-    for ax in fig.axes:
-        texts = [t for t in ax.texts if t.get_visible() and t.get_text().strip()]
-        boxes = [t.get_window_extent(renderer) for t in texts]
-        for i in range(len(texts)):
-            for j in range(i + 1, len(texts)):
-                a, b = boxes[i], boxes[j]
-                w = min(a.x1, b.x1) - max(a.x0, b.x0)
-                h = min(a.y1, b.y1) - max(a.y0, b.y0)
-                if w > 0 and h > 0 and w * h > share * min(a.width * a.height, b.width * b.height):
-                    problems.append(f"{_name(ax)}: labels {texts[i].get_text()!r} and {texts[j].get_text()!r} "
-                                    "overprint")
-    return problems
-
-
-#: Words a legend label uses to say that its curve coincides with another one.
-COINCIDE = ("coincide", "same as", "identical", "hidden", "overlap")
-
-
-def _hidden_curves(fig):
-    problems = []
-    for ax in fig.axes:
-        lines = [ln for ln in ax.get_lines() if ln.get_visible() and not ln.get_label().startswith("_")
-                 and len(ln.get_xydata()) > 1]
-        for i in range(len(lines)):
-            for j in range(i + 1, len(lines)):
-                a, b = lines[i].get_xydata(), lines[j].get_xydata()
-                if a.shape == b.shape and np.allclose(a, b, rtol=1e-9, atol=0, equal_nan=True):
-                    labels = (lines[i].get_label(), lines[j].get_label())
-                    if not any(word in label.lower() for label in labels for word in COINCIDE):
-                        problems.append(f"{_name(ax)}: {labels[1]!r} lies hidden under {labels[0]!r} and no label "
-                                        "says so")
-    return problems
-
-
-def figure_defects(fig):
-    """What keeps a reader from seeing a figure's results (an empty list if nothing)."""
-    fig.canvas.draw()
-    return [*_legend_overlaps(fig), *_alike_entries(fig), *_overprinted_texts(fig), *_hidden_curves(fig)]
-
-
 def _node_colours(fig, table):
     """Diagrams: the nodes of different clusters are drawn in different colours (one panel
     per graph of the table, in the order the figure draws them)."""
@@ -438,15 +325,16 @@ def _node_colours(fig, table):
         for coll in scatters:
             for graph in graphs:
                 nodes = table[(table["graph"] == graph) & (table["element"] == "node")]
-                clusters = nodes.pivot_table(index="node", columns="metric", values="value")
-                if "cluster" not in clusters or len(clusters) != len(coll.get_offsets()):
+                if "cluster" not in nodes:
+                    continue
+                cluster = nodes.groupby("node")["cluster"].first().to_numpy()
+                if len(cluster) != len(coll.get_offsets()):
                     continue
                 faces = [tuple(np.round(f, 3)) for f in coll.get_facecolors()]
-                colours = {c: {faces[i] for i in np.flatnonzero(clusters["cluster"].to_numpy() == c)}
-                           for c in clusters["cluster"].unique()}
+                colours = {c: {faces[i] for i in np.flatnonzero(cluster == c)} for c in np.unique(cluster)}
                 shared = [(a, b) for a in colours for b in colours if a < b and colours[a] & colours[b]]
-                if len(faces) == len(clusters) and shared:
-                    problems.append(f"{_name(ax)}: clusters {shared} share a colour")
+                if len(faces) == len(cluster) and shared:
+                    problems.append(f"axes {ax.get_title()!r}: clusters {shared} share a colour")
     return problems
 
 

@@ -1,5 +1,6 @@
 # Config validation, wildcard constraints and helper functions shared by all stages.
 
+import functools
 import json
 import os
 import sys
@@ -22,9 +23,19 @@ from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mn
 from networkedfl.pipeline.config import read_yaml, type_command_line_values, validate_config
 from networkedfl.io import Paths
 from networkedfl.pipeline.environment import put_interpreter_on_path, put_package_on_pythonpath
-from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_settings, tuning_specs
+from networkedfl.pipeline.runner import (
+    group_params,
+    job_groups,
+    job_inputs,
+    job_params,
+    job_settings,
+    seeds,
+    tuning_settings,
+    tuning_specs,
+)
 from networkedfl.pipeline.provenance import SUFFIX as PROVENANCE
 from networkedfl.pipeline.provenance import code_hash, module_closure, notebook_modules, target_modules
+from networkedfl.pipeline.scheduling import coalesce_reevaluations
 
 # The main config, read here rather than in the Snakefile so that a YAML syntax error in it
 # is named with its file, line and column (Snakemake's own message names neither).
@@ -63,6 +74,10 @@ validate_config(config, workflow.source_path("../schemas/config.schema.yaml"), c
 # Shell rules call papermill and jupyter, installed beside the interpreter running Snakemake
 # (e.g. .venv/bin): an unactivated venv works too.
 put_interpreter_on_path()
+
+# At most one pending scheduler re-evaluation timer (networkedfl.pipeline.scheduling: Snakemake
+# arms a new chain of them with every finished job while others wait for a core).
+coalesce_reevaluations()
 
 PATHS = Paths()
 #: Priority of the jobs that many others wait on (downloads, the MNIST graph stages):
@@ -109,9 +124,10 @@ def experiment_params(wildcards):
 
 
 def setting_params(wildcards):
-    """The target's parameters as one setting's jobs see them: editing another method's
-    tuning grid does not rerun them, nor does `threads` (the results do not depend on it)."""
-    params = job_params(config, wildcards.target, wildcards.setting)
+    """The target's parameters as one job sees them (one setting's: editing another method's
+    tuning grid does not rerun it; a grouped job's: the target's, and its unchanged settings
+    are taken from its last output), without `threads` (the results do not depend on it)."""
+    params = group_params(config, wildcards.target, wildcards.setting)
     return {k: v for k, v in params.items() if k != "threads"}
 
 
@@ -126,16 +142,24 @@ def dataset_files(name):
     return [PATHS.raw_data(name, f) for f in get_dataset(name).files]
 
 
-def tuning_files(target, setting=None):
-    """The tuning jobs' outputs of a target (of one setting when given)."""
-    return [PATHS.tuning(target, s) for s in tuning_settings(config, target) if setting in (None, s)]
+def tuning_files(target, settings=None):
+    """The tuning jobs' outputs of a target (of the given settings only)."""
+    return [PATHS.tuning(target, s) for s in tuning_settings(config, target) if settings is None or s in settings]
 
 
 def experiment_inputs(wildcards):
-    """Named input files of a target's jobs (datasets, cached artefacts, the method's tuning
-    results); none if synthetic and untuned."""
-    inputs = job_inputs(config, wildcards.target, wildcards.setting)
-    tuning = tuning_files(wildcards.target, wildcards.setting)
+    """Named input files of a target's job (datasets, cached artefacts, the tuning results of
+    its settings' methods); none if synthetic and untuned."""
+    settings = job_groups(config, wildcards.target)[wildcards.setting]
+    if len(settings) == 1:
+        inputs = job_inputs(config, wildcards.target, settings[0])
+    else:  # a grouped job: the files of every variant it runs, each once
+        inputs = {}
+        for setting in settings:
+            for name, value in job_inputs(config, wildcards.target, setting).items():
+                paths = inputs.setdefault(name, [])
+                paths += [v for v in ([value] if isinstance(value, str) else value) if v not in paths]
+    tuning = tuning_files(wildcards.target, settings)
     return {**inputs, "tuning": tuning} if tuning else inputs
 
 
@@ -151,8 +175,8 @@ def tuning_job_specs(wildcards):
 
 
 def raw_tables(wildcards):
-    """Every job output of one target (one per setting, each with every seed)."""
-    return [PATHS.raw(wildcards.target, setting) for setting in job_settings(config, wildcards.target)]
+    """Every job output of one target (one per setting or one for all, each with every seed)."""
+    return [PATHS.raw(wildcards.target, job) for job in job_groups(config, wildcards.target)]
 
 
 def table_inputs(wildcards):
@@ -247,16 +271,36 @@ def report_timings(log_file):
 # whose code changed. Docstrings, comments and formatting do not count.
 
 
+# Snakemake evaluates a job's params again in every scheduling pass while the job waits for a
+# core: each hash is computed once per Snakemake process (the code a run uses is the code it
+# started with).
+
+
+@functools.cache
+def _target_code(target):
+    return code_hash(target_modules(target, _PACKAGE_ROOT), _PACKAGE_ROOT)
+
+
+@functools.cache
+def _notebook_code(path):
+    return code_hash(notebook_modules(path, _PACKAGE_ROOT), _PACKAGE_ROOT)
+
+
+@functools.cache
+def _mnist_graph_code():
+    return code_hash(module_closure(["networkedfl.experiments.gtv.mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)
+
+
 def code_version(wildcards):
     """Code of a target's experiment, tuning, table and claims jobs."""
-    return code_hash(target_modules(wildcards.target, _PACKAGE_ROOT), _PACKAGE_ROOT)
+    return _target_code(wildcards.target)
 
 
 def notebook_code_version(wildcards):
     """Code a target's notebook imports (its figure and table functions)."""
-    return code_hash(notebook_modules(notebook(wildcards), _PACKAGE_ROOT), _PACKAGE_ROOT)
+    return _notebook_code(notebook(wildcards))
 
 
 def mnist_graph_code_version(wildcards):
     """Code of the cached MNIST graph stages."""
-    return code_hash(module_closure(["networkedfl.experiments.gtv.mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)
+    return _mnist_graph_code()

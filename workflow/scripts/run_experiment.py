@@ -1,4 +1,6 @@
-"""Run one job of a target (one setting, every repetition seed) and write its tidy records."""
+"""Run one job of a target (one setting, or every setting of a grouped target; every
+repetition seed) and write its tidy records.  A grouped job's last good table (kept by
+networkedfl.io.keep_previous) gives the settings whose runs did not change."""
 
 import os
 import sys
@@ -8,9 +10,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _logging  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from networkedfl.io import write_job_table  # noqa: E402
+from networkedfl.io import previous_path, write_job_table  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
-from networkedfl.pipeline.runner import run_setting  # noqa: E402
+from networkedfl.pipeline.runner import GROUP_JOB, read_previous_table, run_group  # noqa: E402
 from networkedfl.progress import ENV_VAR  # noqa: E402
 
 log = _logging.setup(snakemake.log[0])  # noqa: F821
@@ -25,12 +27,17 @@ if snakemake.threads > 1:  # noqa: F821  (the cores Snakemake gave the job: a ta
 config = {"seed": snakemake.params.base_seed, "experiments": {wildcards.target: experiment}}  # noqa: F821
 inputs = {name: value if isinstance(value, str) else list(value)
           for name, value in snakemake.input.items()}  # noqa: F821
-# the method's tuning results (one file, every grid point) choose its values; not a data input
-tuning = [pd.read_csv(path) for path in inputs.pop("tuning", [])] or None
+# the methods' tuning results (one file per tuned setting, every grid point) choose their
+# values; not a data input
+tuning = {Path(path).stem: [pd.read_csv(path)] for path in inputs.pop("tuning", [])}
 seed_list = [int(s) for s in snakemake.params.seeds]  # noqa: F821
-write_job_table(snakemake.output[0],  # noqa: F821
-                lambda: run_setting(config, wildcards.target, wildcards.setting, seed_list, inputs, tuning),
+output = snakemake.output[0]  # noqa: F821
+write_job_table(output,
+                lambda: run_group(config, wildcards.target, wildcards.setting, seed_list, inputs, tuning,
+                                  code=snakemake.params.code,  # noqa: F821
+                                  previous=read_previous_table(previous_path(output))
+                                  if wildcards.setting == GROUP_JOB else None),
                 log)
-write_sidecar(snakemake.output[0], job_provenance(wildcards.target, snakemake.params.code,  # noqa: F821
-                                                 setting=wildcards.setting, seeds=seed_list))
-log.info("wrote %s", snakemake.output[0])  # noqa: F821
+write_sidecar(output, job_provenance(wildcards.target, snakemake.params.code,  # noqa: F821
+                                    setting=wildcards.setting, seeds=seed_list))
+log.info("wrote %s", output)

@@ -94,7 +94,10 @@ class RoundState:
     round
         Round number, starting at 1 (for :func:`local_training`: the epoch).
     client_params
-        ``(n, P)`` the model every client holds after the round.
+        ``(n, P)`` the model every client holds after the round.  The client-server methods
+        (FedAvg, FedSGD, IFCA) build it for the callback only: an ``(n, P)`` gather of the
+        server models per round, the one cost of a round that grows with all clients rather
+        than the sampled ones.
     global_params
         ``(G, P)`` the server's models (groups, clusters); for serverless training the
         network average ``(1, P)``; for local training ``client_params``.
@@ -164,7 +167,13 @@ class Recorder:
 
     Every method records one row per round with :meth:`record` (or the shorthands below);
     before the row the models are checked: NaN or inf raises
-    :class:`~networkedfl.algorithms.errors.NonFiniteError` naming the round and the clients."""
+    :class:`~networkedfl.algorithms.errors.NonFiniteError` naming the round and the clients.
+
+    ``client_params`` may be given as a function returning the ``(n, P)`` matrix whose rows
+    are rows of ``global_params`` (every client holds a server model): it is then called only
+    for the callback or to name the clients of an error, and the check reads
+    ``global_params`` alone (its rows are finite if and only if the clients' are), so that a
+    round costs what its sampled clients cost."""
 
     callback: Callback | None
     itemsize: int
@@ -184,7 +193,7 @@ class Recorder:
         messages_down: int,
         floats_up: int,
         floats_down: int,
-        client_params: Tensor,
+        client_params: Tensor | Callable[[], Tensor],
         global_params: Tensor,
         selected: Tensor,
         assignment: Tensor,
@@ -218,7 +227,7 @@ class Recorder:
         if self.callback is not None:
             state = RoundState(
                 round_,
-                client_params,
+                client_params() if callable(client_params) else client_params,
                 global_params,
                 selected,
                 assignment,
@@ -231,14 +240,19 @@ class Recorder:
         self.history.append(row)
 
 
-def _check_finite(round_: int, client_params: Tensor, global_params: Tensor,
+def _check_finite(round_: int, client_params: Tensor | Callable[[], Tensor], global_params: Tensor,
                   history: list[dict[str, Any]]) -> None:
     """Raise :class:`NonFiniteError` naming the clients and server models that diverged.
 
-    One reduction over each parameter matrix per round (one device sync on a GPU).
+    One reduction over each parameter matrix per round (one device sync on a GPU); over
+    ``global_params`` alone when ``client_params`` is a function of rows of it (see
+    :class:`Recorder`), which is called only to name the clients of an error.
     """
-    if bool(torch.isfinite(client_params).all()) and bool(torch.isfinite(global_params).all()):
+    lazy = callable(client_params)
+    if (lazy or bool(torch.isfinite(client_params).all())) and bool(torch.isfinite(global_params).all()):
         return
+    if lazy:
+        client_params = client_params()
     clients = torch.nonzero(~torch.isfinite(client_params).all(dim=-1)).flatten().tolist()
     models = torch.nonzero(~torch.isfinite(global_params).all(dim=-1)).flatten().tolist()
     raise NonFiniteError(round_, clients, int(client_params.shape[0]), models, history)
@@ -264,7 +278,16 @@ class TrainingOptions:
         ``t -> alpha^t`` of the global iteration (:func:`~networkedfl.nn.inverse_sqrt`).
     client_fraction
         ``C``: every round ``max(1, round(C * n_g))`` of the participating clients of every
-        group are selected (1: all).
+        group are selected (1: all), uniformly without replacement with the generator of
+        ``seed`` (:func:`~networkedfl.algorithms.aggregate.sample_clients`).  A round of
+        FedAvg, FedSGD or IFCA then trains only the selected clients: its time and memory
+        follow ``C * n``, not ``n``.
+    client_chunk_size
+        Train (and evaluate) at most this many selected clients per batched call (FedAvg,
+        FedSGD, IFCA); ``None`` (default): all of a round's clients in one call.  It bounds
+        a round's working memory (the clients' shuffled data and a step's activations) and
+        leaves the results unchanged: the random draws are those of one call, and every
+        client's computation is its own (the tests check the equality bit for bit).
     groups
         Optional integer label per client ``(n,)``: one server model per group (FedAvgC with
         the true clusters).  ``None``: one model.
@@ -295,6 +318,7 @@ class TrainingOptions:
     batch_size: int | None = UNSET
     lr: StepSize = UNSET
     client_fraction: float = 1.0
+    client_chunk_size: int | None = None
     groups: Any = None
     participants: Any = None
     init: Tensor | np.ndarray | None = None
@@ -343,6 +367,9 @@ class TrainingOptions:
             checked["batch_size"] = check_int(out.batch_size, "batch_size", minimum=1)
         if "lr" in used and not callable(out.lr) and not out.lr > 0:
             raise ValueError(f"lr must be positive, got {out.lr!r}")
+        if out.client_chunk_size is not None:
+            checked["client_chunk_size"] = check_int(out.client_chunk_size, "client_chunk_size",
+                                                     minimum=1)
         check_fraction(out.client_fraction)
         return dataclasses.replace(out, **checked)
 
@@ -504,21 +531,28 @@ class Run:
             yield t, selected, idx, self.data if idx.numel() == self.n_clients else self.data.subset(idx)
 
     def record_server_round(self, round_: int, *, upload: str, global_params: Tensor,
-                            group_of: Tensor, selected: Tensor, client_params: Tensor | None = None,
+                            group_of: Tensor, selected: Tensor,
+                            client_params: Tensor | Callable[[], Tensor] | None = None,
                             downloads: int | None = None, floats_down: int | None = None,
                             extra: Mapping[str, Any] | None = None) -> None:
         """Client-server round: each selected client sends ``P`` floats up (``upload``:
         "models" or "gradients"); ``downloads`` clients (default the selected ones) receive
         ``floats_down`` floats in all (default ``P`` each: their group's model, which they
-        hold unless ``client_params`` says otherwise)."""
+        hold unless ``client_params`` says otherwise).  By default the clients' models
+        ``global_params[group_of]`` are gathered only when needed (:class:`Recorder`)."""
         s = int(selected.sum())
         p = int(global_params.shape[1])
         r = s if downloads is None else downloads
         self.recorder.record(
             round_, upload=upload, download="models", clients=r, messages_up=s, messages_down=r,
             floats_up=s * p, floats_down=r * p if floats_down is None else floats_down,
-            client_params=global_params[group_of] if client_params is None else client_params,
+            client_params=(lambda: global_params[group_of]) if client_params is None else client_params,
             global_params=global_params, selected=selected, assignment=group_of, extra=extra)
+
+    @property
+    def chunk_size(self) -> int | None:
+        """The ``client_chunk_size`` option: clients per batched call (``None``: all)."""
+        return self.options.client_chunk_size
 
     def result(self, client_params: Tensor, global_params: Tensor,
                assignment: Tensor) -> FederatedResult:

@@ -15,7 +15,10 @@ McMahan et al. 2017, Algorithm 1 (``FederatedAveraging``), as in the lecture (Th
 With ``groups`` (one label per client) each group has its own global model and the
 selection and averaging happen within groups: with the true clusters as groups this is
 FedAvgC, the oracle benchmark of the GTV paper (Sec. VI-A2, Fig. 2).  All selected
-clients of all groups train in one batched call.
+clients of all groups train in one batched call (or in chunks of ``client_chunk_size``
+clients, with the same result).  A round's cost follows the selected clients: only their
+data are gathered and trained, and the ``(n, P)`` models of all clients are built once, for
+the result (and for a callback, every round).
 
 This is the SGD form of FedAvg.  The proximal form used in the GTV paper's own
 comparisons is :func:`~networkedfl.gtv.fedavg_proximal`.
@@ -47,7 +50,8 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
         :class:`~networkedfl.algorithms.contract.TrainingOptions`, as one object and/or
         keywords.  Required: ``n_rounds`` (``T``), ``local_epochs``, ``batch_size`` and
         ``lr`` (``E``, ``B`` and ``eta`` of ``ClientUpdate``).  Optional:
-        ``client_fraction``, ``groups`` (one global model per group: FedAvgC with the true
+        ``client_fraction`` (the clients sampled per round), ``client_chunk_size`` (clients
+        per batched call), ``groups`` (one global model per group: FedAvgC with the true
         clusters), ``participants`` (at least one), ``init`` (``(P,)`` for all groups or
         ``(G, P)``), ``seed``, ``callback``, ``device``, ``dtype``.
 
@@ -61,13 +65,14 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     """
     run = start_run(model, data, options, overrides, "fedavg",
                     required=("n_rounds", "local_epochs", "batch_size", "lr"),
-                    optional=("client_fraction", "groups", "participants"))
+                    optional=("client_fraction", "client_chunk_size", "groups", "participants"))
     opts, data = run.options, run.data
     group_of, n_groups, allowed, global_params = run.server_models()
     n_local = data.n_samples
     for t, selected, idx, part in run.server_rounds(group_of, n_groups, allowed):
         local = local_sgd(model, global_params[group_of[idx]], part, epochs=opts.local_epochs,
-                          batch_size=opts.batch_size, lr=opts.lr, seed=run.seed)
+                          batch_size=opts.batch_size, lr=opts.lr, seed=run.seed,
+                          chunk_size=run.chunk_size)
         global_params = group_average(local, n_local[idx], group_of[idx], global_params)
         run.record_server_round(t, upload="models", global_params=global_params, group_of=group_of,
                                 selected=selected)

@@ -14,6 +14,7 @@ on the pooled data, since ``sum_i (n_i / n) grad F_i = grad (1/n) sum_{all sampl
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import torch
@@ -21,6 +22,7 @@ import torch
 from ..nn import ClientData, FlatModel, client_gradients
 from .aggregate import group_average
 from .contract import FederatedResult, TrainingOptions, start_run
+from .local_sgd import in_client_chunks
 
 __all__ = ["fedsgd"]
 
@@ -36,8 +38,9 @@ def fedsgd(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``
         (``T`` = gradient steps) and ``lr`` (the server step size ``gamma``).  Optional:
-        ``client_fraction``, ``groups``, ``participants``, ``init``, ``seed``, ``callback``,
-        ``device``, ``dtype``, as for :func:`~networkedfl.algorithms.fedavg.fedavg`.
+        ``client_fraction``, ``client_chunk_size``, ``groups``, ``participants``, ``init``,
+        ``seed``, ``callback``, ``device``, ``dtype``, as for
+        :func:`~networkedfl.algorithms.fedavg.fedavg`.
 
     Returns
     -------
@@ -46,14 +49,14 @@ def fedsgd(model: FlatModel, data: ClientData, options: TrainingOptions | None =
         ``P`` floats up and ``|S_t|`` models down.
     """
     run = start_run(model, data, options, overrides, "fedsgd", required=("n_rounds", "lr"),
-                    optional=("client_fraction", "groups", "participants"))
+                    optional=("client_fraction", "client_chunk_size", "groups", "participants"))
     opts, data = run.options, run.data
     group_of, n_groups, allowed, global_params = run.server_models()
     n_local = data.n_samples
     for t, selected, idx, part in run.server_rounds(group_of, n_groups, allowed):
-        grads = client_gradients(
-            model, global_params[group_of[idx]], part.features, part.targets, part.sample_weights
-        )
+        grads = in_client_chunks(  # the selected clients' gradients, client_chunk_size at a time
+            partial(client_gradients, model), run.chunk_size, global_params[group_of[idx]],
+            part.features, part.targets, part.sample_weights)
         mean_grad = group_average(
             grads, n_local[idx], group_of[idx], torch.zeros_like(global_params)
         )

@@ -28,6 +28,7 @@ IFCA collapses to (almost) one model.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,7 @@ from .._validation import check_int
 from ..nn import ClientData, FlatModel, losses_of_models
 from .aggregate import group_average
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_sgd
+from .local_sgd import in_client_chunks, local_sgd
 
 __all__ = ["AGGREGATIONS", "ifca"]
 
@@ -98,7 +99,8 @@ def ifca(
         ``init``: ``None`` or ``"random"``: ``k`` independent draws of ``model.init`` with
         the generator (they must differ); or a ``(k, P)`` tensor.  ``client_fraction``,
         ``participants``: client selection per round, as in
-        :func:`~networkedfl.algorithms.fedavg.fedavg` (no groups); ``seed``, ``callback``
+        :func:`~networkedfl.algorithms.fedavg.fedavg` (no groups); ``client_chunk_size``:
+        clients per batched call of the losses and the local training; ``seed``, ``callback``
         (history rows also hold ``cluster_sizes``: how many selected clients chose each
         cluster), ``device``, ``dtype``.
     n_clusters
@@ -128,7 +130,7 @@ def ifca(
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
     run = start_run(model, data, options, overrides, "ifca", required=("n_rounds", "lr"),
-                    optional=("client_fraction", "participants"),
+                    optional=("client_fraction", "client_chunk_size", "participants"),
                     defaults={"local_epochs": 1, "batch_size": None})
     opts, data, gen = run.options, run.data, run.seed
     n, dtype, device = run.n_clients, run.dtype, run.device
@@ -145,25 +147,29 @@ def ifca(
     assignment = torch.full((n,), -1, dtype=torch.int64, device=device)
     n_local = data.n_samples
     p = model.n_params
+    chunk = run.chunk_size
+
+    def losses_of(models: Tensor, data_: ClientData) -> Tensor:  # (clients, k), in chunks
+        return in_client_chunks(partial(losses_of_models, model, models), chunk,
+                                data_.features, data_.targets, data_.sample_weights)
+
     for t, selected, idx, part in run.server_rounds(run.zeros, 1, allowed):
-        losses = losses_of_models(model, clusters, part.features, part.targets, part.sample_weights)
+        losses = losses_of(clusters, part)
         chosen = torch.argmin(losses, dim=1) if (t > 1 or first is None) else first[idx]
         assignment = assignment.index_put((idx,), chosen)
         local = local_sgd(model, clusters[chosen], part, epochs=opts.local_epochs,
-                          batch_size=opts.batch_size, lr=opts.lr, seed=gen)
+                          batch_size=opts.batch_size, lr=opts.lr, seed=gen, chunk_size=chunk)
         averaged = group_average(local, n_local[idx], chosen, clusters)
         if aggregation == "all_clients":
             weights = n_local[idx].to(dtype)
             share = torch.zeros(k, dtype=dtype, device=device).index_add_(0, chosen, weights) / weights.sum()
             averaged = clusters + share[:, None] * (averaged - clusters)
         clusters = averaged
-        known = assignment.clamp_min(0)
         run.record_server_round(  # every selected client downloads all k cluster models
             t, upload="models", global_params=clusters, group_of=assignment, selected=selected,
-            client_params=clusters[known], floats_down=int(idx.numel()) * k * p,
+            client_params=partial(torch.index_select, clusters, 0, assignment.clamp_min(0)),
+            floats_down=int(idx.numel()) * k * p,
             extra={"cluster_sizes": torch.bincount(chosen, minlength=k).tolist()},
         )
-    final = torch.argmin(
-        losses_of_models(model, clusters, data.features, data.targets, data.sample_weights), dim=1
-    )
+    final = torch.argmin(losses_of(clusters, data), dim=1)
     return run.result(clusters[final], clusters, final)

@@ -11,16 +11,23 @@ run for every client simultaneously: the parameters of all clients are the rows 
 ``(n, P)`` matrix and each step is a single :func:`~networkedfl.nn.batch_gradients` call
 (``vmap(grad(...))``, or the model's closed form where it has one).  The Python loops
 run over epochs and mini-batch steps only, never over clients.
+
+With ``chunk_size`` the clients are trained in consecutive chunks of at most that many, one
+batched call per chunk and step (:func:`client_chunks`), as ``torch.func.vmap``'s
+``chunk_size`` does: the working memory (the shuffled copy of the data, the activations of a
+step) is that of a chunk, not of all clients, and the random orders are drawn exactly as
+without chunks, so every client follows the same steps.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor
 
+from .._validation import check_int
 from ..nn import (
     BatchSource,
     ClientData,
@@ -33,7 +40,39 @@ from ..nn import (
     step_size,
 )
 
-__all__ = ["epoch_batches", "epoch_order", "local_sgd", "local_steps"]
+__all__ = ["client_chunks", "epoch_batches", "epoch_order", "in_client_chunks", "local_sgd",
+           "local_steps"]
+
+
+def client_chunks(n: int, chunk_size: int | None, name: str = "client_chunk_size") -> list[slice]:
+    """Consecutive slices of at most ``chunk_size`` of ``n`` clients; ``None`` (or a size of
+    at least ``n``): one slice of all of them.  A ``chunk_size`` that is not a positive
+    integer is a ValueError naming it (as ``name``).
+
+    No chunk holds a single client unless ``chunk_size`` is 1 or 2 (a remainder of one
+    client takes one from the chunk before it): torch computes a batch of one matrix product with
+    another kernel than a batch of several, whose result can differ in the last bits, while
+    batches of two or more clients give every client the same bits as one call (checked by
+    the tests).
+    """
+    if chunk_size is None:
+        return [slice(0, n)]
+    size = check_int(chunk_size, name, minimum=1)
+    starts = list(range(0, n, size))
+    if len(starts) > 1 and size > 2 and n - starts[-1] == 1:
+        starts[-1] -= 1
+    return [slice(a, b) for a, b in zip(starts, [*starts[1:], n], strict=True)] or [slice(0, 0)]
+
+
+def in_client_chunks(fn: Callable[..., Tensor], chunk_size: int | None, *per_client: Tensor) -> Tensor:
+    """``fn(*(t[rows] for t in per_client))`` for the :func:`client_chunks` of the clients
+    (the rows of the ``per_client`` tensors), concatenated along the first dimension: a
+    per-client computation (losses, gradients) whose working memory is that of
+    ``chunk_size`` clients.  One chunk calls ``fn`` once, on the whole tensors."""
+    chunks = client_chunks(int(per_client[0].shape[0]), chunk_size)
+    if len(chunks) == 1:
+        return fn(*per_client)
+    return torch.cat([fn(*(t[rows] for t in per_client)) for rows in chunks])
 
 
 def epoch_order(sample_weights: Tensor, seed: GeneratorLike) -> Tensor:
@@ -43,8 +82,16 @@ def epoch_order(sample_weights: Tensor, seed: GeneratorLike) -> Tensor:
     followed by its padding.  One ``(n, m)`` block of uniform keys is drawn on the CPU
     with the generator made from ``seed`` and sorted row by row.
     """
-    n, m = sample_weights.shape
-    keys = torch.rand((n, m), generator=make_generator(seed), dtype=torch.float64)
+    return _order(_epoch_keys(sample_weights.shape, make_generator(seed)), sample_weights)
+
+
+def _epoch_keys(shape: Sequence[int], generator: torch.Generator) -> Tensor:
+    """The uniform keys of one epoch of every client (on the CPU), ``(n, m)`` float64."""
+    return torch.rand(tuple(shape), generator=generator, dtype=torch.float64)
+
+
+def _order(keys: Tensor, sample_weights: Tensor) -> Tensor:
+    """Row-wise argsort of ``keys`` with the padding (weight 0) last: the epoch's order."""
     keys = keys.to(sample_weights.device).masked_fill(sample_weights <= 0, 2.0)
     return torch.argsort(keys, dim=1)
 
@@ -60,9 +107,14 @@ def epoch_batches(data: ClientData, batch_size: int, seed: GeneratorLike) -> Ite
     """
     n = data.n_clients
     n_steps = math.ceil(int(data.counts.max()) / batch_size) if n else 0
-    rows = torch.arange(n, device=data.device)[:, None]
-    x, y, w = data.features, data.targets, data.sample_weights
-    order = epoch_order(w, seed)
+    yield from _blocks(data.features, data.targets, data.sample_weights,
+                       epoch_order(data.sample_weights, seed), n_steps, batch_size)
+
+
+def _blocks(x: Tensor, y: Tensor, w: Tensor, order: Tensor, n_steps: int,
+            batch_size: int) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+    """The ``n_steps`` consecutive blocks of ``batch_size`` of the clients' samples in ``order``."""
+    rows = torch.arange(x.shape[0], device=x.device)[:, None]
     xs, ys, ws = x[rows, order], y[rows, order], w[rows, order]
     for s in range(n_steps):
         block = slice(s * batch_size, (s + 1) * batch_size)
@@ -78,6 +130,7 @@ def local_sgd(
     batch_size: int | None,
     lr: float,
     seed: GeneratorLike | None = None,
+    chunk_size: int | None = None,
 ) -> Tensor:
     """``epochs`` epochs of mini-batch SGD on every client's own data, all clients at once.
 
@@ -99,6 +152,10 @@ def local_sgd(
         Step size ``eta``.
     seed
         Source of the per-epoch random orders (required for mini-batches).
+    chunk_size
+        Train at most this many clients per batched call (:func:`client_chunks`); ``None``
+        (default): all at once.  The result is the same: every epoch draws the orders of
+        all clients first, exactly as without chunks, then trains the chunks in turn.
 
     Returns
     -------
@@ -127,19 +184,26 @@ def local_sgd(
         raise ValueError(
             f"params must be ({n}, {model.n_params}) for {n} clients, got {tuple(params.shape)}"
         )
+    chunks = client_chunks(n, chunk_size, "chunk_size")
     step_grad = batch_gradients(model)
     x, y, w = data.features, data.targets, data.sample_weights
     params = params.clone()
     largest = int(data.counts.max()) if n else 0
-    if batch_size is None or batch_size >= largest:
-        for _ in range(int(epochs)):
-            params = sgd_step(params, step_grad(params, x, y, w), lr)
-        return params
-
-    gen = make_generator(seed)
+    full_batch = batch_size is None or batch_size >= largest
+    n_steps = 1 if full_batch else math.ceil(largest / batch_size)
+    gen = None if full_batch else make_generator(seed)
     for _ in range(int(epochs)):
-        for xb, yb, wb in epoch_batches(data, batch_size, gen):
-            params = sgd_step(params, step_grad(params, xb, yb, wb), lr)
+        keys = None if gen is None else _epoch_keys(w.shape, gen)  # all clients' orders first
+        for rows in chunks:  # chunks of clients, not clients
+            p, xc, yc, wc = params[rows], x[rows], y[rows], w[rows]
+            batches = ([(xc, yc, wc)] if keys is None
+                       else _blocks(xc, yc, wc, _order(keys[rows], wc), n_steps, batch_size))
+            for xb, yb, wb in batches:
+                p = sgd_step(p, step_grad(p, xb, yb, wb), lr)
+            if len(chunks) == 1:
+                params = p
+            else:
+                params[rows] = p
     return params
 
 

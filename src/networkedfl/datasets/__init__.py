@@ -11,6 +11,7 @@ from ._gfl_synthetic import (
     HomologousGraphs,
     gaussian_mixture_centres,
     heterogeneous_nodes,
+    homologous_graph,
     homologous_graphs,
     node_regression_data,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "get_dataset",
     "heterogeneous_nodes",
     "HeterogeneousNodes",
+    "homologous_graph",
     "homologous_graphs",
     "HomologousGraphs",
     "is_punctuation",

@@ -8,6 +8,8 @@
   (train and test) whose node vectors are drawn from it, each the k-nearest-neighbour graph
   of its nodes; node vectors reshaped to ``8 x 8`` ground-truth weights ``W_i``; node data
   ``X ~ U[-60, 60]^{100 x 8}``, ``Y = X W_i`` (:func:`node_regression_data`).
+  :func:`homologous_graph` draws a further graph of the same mixture and components (e.g.
+  a validation graph drawn as the test graph is).
 
 Pure numpy; randomness only from explicit :class:`numpy.random.Generator` arguments.
 """
@@ -31,6 +33,7 @@ __all__ = [
     "NONLINEARITIES",
     "gaussian_mixture_centres",
     "heterogeneous_nodes",
+    "homologous_graph",
     "homologous_graphs",
     "node_regression_data",
 ]
@@ -180,18 +183,44 @@ def homologous_graphs(
     """
     rng = as_rng(seed)
     r, c = (int(v) for v in weight_shape)
-    dim = r * c
-    centres = gaussian_mixture_centres(rng, n_centres, dim, centre_range)
+    centres = gaussian_mixture_centres(rng, n_centres, r * c, centre_range)
     components = rng.integers(n_centres, size=n_nodes)
-    z_train = centres[components] + std * rng.standard_normal((n_nodes, dim))
-    z_test = centres[components] + std * rng.standard_normal((n_nodes, dim))
-    g_train, g_test = (knn_graph(cdist(z, z), n_neighbours, rescale="unit") for z in (z_train, z_test))
-    if propagate:
-        w_train, w_test = _gcn_propagation(g_train) @ z_train, _gcn_propagation(g_test) @ z_test
-    else:
-        w_train, w_test = z_train, z_test
-    return HomologousGraphs(centres, components, z_train, z_test, g_train, g_test,
-                            w_train.reshape(n_nodes, r, c), w_test.reshape(n_nodes, r, c))
+    # the train graph's node vectors are drawn first, then the test graph's (the k-NN graphs
+    # and the propagation draw nothing)
+    z_train, g_train, w_train = homologous_graph(rng, centres, components, std=std, weight_shape=(r, c),
+                                                 n_neighbours=n_neighbours, propagate=propagate)
+    z_test, g_test, w_test = homologous_graph(rng, centres, components, std=std, weight_shape=(r, c),
+                                              n_neighbours=n_neighbours, propagate=propagate)
+    return HomologousGraphs(centres, components, z_train, z_test, g_train, g_test, w_train, w_test)
+
+
+def homologous_graph(
+    seed: Seed,
+    centres: np.ndarray,
+    components: np.ndarray,
+    *,
+    std: float,
+    weight_shape: Sequence[int],
+    n_neighbours: int,
+    propagate: bool = True,
+) -> tuple[np.ndarray, EmpiricalGraph, np.ndarray]:
+    """One graph of a mixture: node ``i`` drawn from component ``components[i]``.
+
+    ``z_i = centres[components[i]] + std * N(0, I_D)``; the graph is the ``n_neighbours``-NN
+    graph of the ``z`` (unit weights) and the ground truth ``W = P Z`` (``propagate``; else
+    ``Z``) reshaped to ``(n, r, c)``.  Returns ``(z, graph, w)``.  :func:`homologous_graphs`
+    draws its train and test graphs with it; a further call with the same centres and
+    components draws a third graph homologous to both (e.g. for validation).
+    """
+    rng = as_rng(seed)
+    r, c = (int(v) for v in weight_shape)
+    centres, components = np.asarray(centres, float), np.asarray(components)
+    if centres.ndim != 2 or centres.shape[1] != r * c:
+        raise ValueError(f"centres must be (K, {r * c}) for weight_shape ({r}, {c}), got {centres.shape}")
+    z = centres[components] + std * rng.standard_normal((components.shape[0], r * c))
+    graph = knn_graph(cdist(z, z), n_neighbours, rescale="unit")
+    w = _gcn_propagation(graph) @ z if propagate else z
+    return z, graph, w.reshape(-1, r, c)
 
 
 def node_regression_data(

@@ -122,8 +122,13 @@ class Experiment:
     #: in any order, possibly repeated (shared groups added together); kept once each, in the
     #: order of the pages (:data:`.deviations.DEVIATIONS`).
     deviations: tuple[str, ...] = ()
-    #: the paper's value of each scale parameter the default config reduces or changes (param key -> the paper's value with its source)
+    #: The paper's value of each scale parameter the default config reduces or changes
+    #: (param key -> the paper's value with its source), e.g. ``{"repetitions": "5 [paper]",
+    #: "vocab_size": "63,144 [paper]"}``, for the gallery's default-vs-paper scale.
     paper_scale: Mapping[str, str] = field(default_factory=dict)
+    #: Run all settings of a repetition set in one pipeline job (start-up paid once; for
+    #: targets whose settings take seconds), not one job per setting; the results are the same.
+    group_settings: bool = False
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.deviations) - set(DEVIATIONS))

@@ -145,7 +145,7 @@ TABLE_VIEWS = {
     "gtv_table2_mnist_clusters": ("networkedfl.experiments.gtv.figures", "mnist_clusters"),
     "gtv_table3_covariance": ("networkedfl.experiments.gtv.figures", "covariance_errors"),
     "gfl_table10_1_settings": ("networkedfl.experiments.gfl.figures", "settings_table"),
-    "gfl_table10_2_review_stats": ("networkedfl.experiments.gfl.figures", "review_stats"),
+    "gfl_table10_2_review_stats": ("networkedfl.experiments.gfl.figures", "review_stats_table"),
     "lecture_table1_fedsgd_fedavg": ("networkedfl.experiments.lecture.figures", "upload_table"),
 }
 

@@ -30,8 +30,8 @@ The protocol, the same for every method of the target:
       halving: {eta: 3, horizon: rounds}
 
 evaluates every point on a fraction of the tuning horizon (the run parameter ``horizon``,
-e.g. ``rounds``, after the overrides) and continues only the best ``1/eta`` of them, rung
-after rung, to the full horizon (:func:`halving_rungs`, :func:`survivors`).  With ``N``
+e.g. ``rounds``, after the overrides) and continues only the best ``1/eta`` of them (at
+least two), rung after rung, to the full horizon (:func:`halving_rungs`, :func:`survivors`).  With ``N``
 points there are ``s = floor(log_eta N)`` halvings; rung ``k`` runs to ``R / eta^(s - k)``
 rounds (at least ``min_horizon``), each rung's runs start afresh (so a point's score at the
 full horizon is the one the whole grid would give it), and the chosen point is the best of
@@ -221,10 +221,12 @@ def at_horizon(spec: Mapping[str, Any], horizon: int | None) -> dict[str, Any]:
     return out
 
 
-def survivors(scores: Mapping[int, float], eta: int) -> list[int]:
-    """The points that go on to the next rung: the best ``ceil(n / eta)`` by score (lowest
-    first; ``inf`` last; ties in grid order), in grid order."""
-    keep = max(1, math.ceil(len(scores) / int(eta)))
+def survivors(scores: Mapping[int, float], eta: int, least: int = 2) -> list[int]:
+    """The points that go on to the next rung: the best ``ceil(n / eta)`` by score, at least
+    ``least`` of them (so that the full horizon still compares two points: a step that looks
+    best on a short horizon may diverge on the full one), lowest first, ``inf`` last, ties in
+    grid order; returned in grid order."""
+    keep = min(len(scores), max(int(least), math.ceil(len(scores) / int(eta))))
     ranked = sorted(scores, key=lambda k: (not math.isfinite(scores[k]), scores[k], k))
     return sorted(ranked[:keep])
 

@@ -37,7 +37,12 @@ from ..experiments.variants import (
 )
 
 __all__ = [
+    "GROUP_JOB",
+    "SETTING_KEY",
     "collect_tables",
+    "group_params",
+    "job_groups",
+    "run_group",
     "evaluate_claims",
     "job_inputs",
     "job_params",
@@ -229,14 +234,18 @@ def run_tuning_setting(target: str, specs: Sequence[Mapping[str, Any]], base_see
     return pd.concat(frames, ignore_index=True)
 
 
-def read_previous_tuning(path: str | Path) -> pd.DataFrame | None:
-    """A tuning job's last good table (None if there is none or it cannot be read: every
-    point is then run again)."""
+def read_previous_table(path: str | Path) -> pd.DataFrame | None:
+    """A job's last good table (None if there is none or it cannot be read: every point or
+    setting is then run again)."""
     try:
         return pd.read_csv(path) if Path(path).is_file() else None
     except (OSError, ValueError) as err:
-        log.warning("ignoring the last tuning results at %s (%s): every point runs again", path, err)
+        log.warning("ignoring the last good results at %s (%s): everything runs again", path, err)
         return None
+
+
+#: The name the tuning job's script used (kept for it).
+read_previous_tuning = read_previous_table
 
 
 def run_tuning_job(target: str, spec: Mapping[str, Any], base_seed: int,
@@ -333,9 +342,89 @@ def run_setting(config: Mapping[str, Any], target: str, setting: str, seed_list:
     return pd.concat(frames, ignore_index=True)
 
 
+#: The name of that job (its raw file ``results/raw/<target>/settings.csv``).
+GROUP_JOB = "settings"
+#: Column of a grouped job's file: the key of the setting's run that gave the row.
+SETTING_KEY = "setting_key"
+
+
+def job_groups(config: Mapping[str, Any], target: str) -> dict[str, list[str]]:
+    """The target's pipeline jobs: job name -> the settings it runs, in order.
+
+    One job per setting (named after it), or for a target registered with
+    ``group_settings=True`` one job named :data:`GROUP_JOB` for all of them (start-up paid
+    once; a setting whose run did not change is taken from the job's last good output,
+    :func:`run_group`)."""
+    settings = job_settings(config, target)
+    if get_experiment(target).group_settings and len(settings) > 1:
+        return {GROUP_JOB: settings}
+    return {s: [s] for s in settings}
+
+
+def group_params(config: Mapping[str, Any], target: str, job: str) -> dict[str, Any]:
+    """The parameters a job's reruns depend on: its setting's (:func:`job_params`), or for a
+    grouped job the target's whole block."""
+    if job == GROUP_JOB and job not in job_settings(config, target):
+        return dict(config["experiments"][target])
+    return job_params(config, target, job)
+
+
+def setting_run_key(params: Mapping[str, Any], setting: str, seed_list: Sequence[int], base_seed: int,
+                    code: str, digests: Mapping[str, Any]) -> str:
+    """What one setting's runs in a grouped job depend on, hashed: the parameters it runs
+    with (tuned values applied; ``threads`` left out), its seeds, the base seed, the code
+    hash and the input files' digests."""
+    identity = {"params": {k: v for k, v in params.items() if k != "threads"}, "setting": setting,
+                "seeds": [int(s) for s in seed_list], "base_seed": int(base_seed), "code": code, "inputs": digests}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def run_group(config: Mapping[str, Any], target: str, job: str, seed_list: Sequence[int],
+              inputs: Mapping[str, str | list[str]] | None = None,
+              tuning: Mapping[str, Sequence[pd.DataFrame]] | None = None, *, code: str = "",
+              previous: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The records of one pipeline job: :func:`run_setting` for each of its settings
+    (:func:`job_groups`), in order, one process for all of them.
+
+    ``tuning``: the tuning tables of the job's tuned settings, by setting.  ``previous``: the
+    job's last good table; a setting whose :func:`setting_run_key` it holds is taken from it
+    instead of run again, so an edit of one setting's parameters reruns that setting alone.
+    Each setting's rows are taken as their CSV text reads back, with the columns it fills,
+    so a reused setting and a computed one are the same bytes in the file; a grouped job's
+    rows carry their key (:data:`SETTING_KEY`), which :func:`collect_tables` drops.
+    """
+    if job in job_settings(config, target):  # one setting (also one of a grouped target's)
+        return run_setting(config, target, job, seed_list, inputs, (tuning or {}).get(job))
+    settings = job_groups(config, target)[job]
+    digests = input_digests({k: v for k, v in (inputs or {}).items() if k != "tuning"})
+    known: dict[str, pd.DataFrame] = {}
+    if previous is not None and SETTING_KEY in previous:
+        known = {str(key): rows for key, rows in previous.groupby(SETTING_KEY, sort=False)}
+    frames, reused = [], 0
+    target_params = config["experiments"][target]
+    for setting in settings:
+        variant, own = split_setting(target_params, setting)
+        setting_tuning = (tuning or {}).get(setting)
+        params = tuned_params(variant_params(job_params(config, target, setting), variant), own, setting_tuning)
+        key = setting_run_key(params, setting, seed_list, int(config["seed"]), code, digests)
+        if key in known:
+            rows = known[key]
+            log.info("reused %s/%s: unchanged since its last run", target, setting)
+            reused += 1
+        else:
+            rows = run_setting(config, target, setting, seed_list, inputs, setting_tuning).assign(**{SETTING_KEY: key})
+        # a setting's own columns: those it fills (a reused setting's rows come with every
+        # column of the file), so that reusing a setting changes no column of the output
+        text = rows.dropna(axis=1, how="all").to_csv(index=False, float_format="%.17g")
+        frames.append(pd.read_csv(io.StringIO(text)))
+    log.info("%s, job %s: %d settings run, %d reused", target, job, len(settings) - reused, reused)
+    return pd.concat(frames, ignore_index=True)
+
+
 def collect_tables(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate job tables into one long table with a stable column order."""
-    table = pd.concat(tables, ignore_index=True)
+    """Concatenate job tables into one long table with a stable column order (a grouped
+    job's :data:`SETTING_KEY` left out)."""
+    table = pd.concat(tables, ignore_index=True).drop(columns=SETTING_KEY, errors="ignore")
     leading = [c for c in table.columns if c not in TRAILING]
     trailing = [c for c in TRAILING if c in table.columns]
     return table[leading + trailing]

@@ -322,3 +322,40 @@ def test_review_task_is_built_once_per_process_from_the_keys_it_reads(corpus, te
         np.testing.assert_array_equal(a, b)
     assert review_task({**params, "window": 6}, corpus, 7, "gfl_fig10_4_reviews_nlp", 0) is not cached
     assert review_task(params, corpus, 7, "gfl_fig10_4_reviews_nlp", 1) is not cached
+
+
+def test_fig10_4_methods_of_a_seed_draw_the_same_mini_batches(corpus, test_config, monkeypatch):
+    """Issue 34: the comparison is paired by seed, the draws shared: FedAvg, Local, DFL-SGD and
+    DFL-GT of one seed draw the same sequence of mini-batches (DFL-GT one step ahead: its
+    tracker's first gradient takes the first), FeSEM and BiG-FL the same in their first round;
+    another seed draws others."""
+    from networkedfl.experiments.gfl.reviews_nlp import run_review_nlp
+    from networkedfl.nn import NextWordBatches
+
+    params = test_config["experiments"]["gfl_fig10_4_reviews_nlp"]
+    files = [str(corpus / name) for name in review_files(DOMAINS, ("train", "test"))]
+    drawn, real = [], NextWordBatches.sample
+
+    def spy(self, batch_size, generator):
+        batch = real(self, batch_size, generator)
+        drawn.append(batch[0].clone())
+        return batch
+
+    monkeypatch.setattr(NextWordBatches, "sample", spy)
+    batches = {}
+    for method, seed in [("fedavg", 0), ("local", 0), ("dfl_sgd", 0), ("dfl_gt", 0), ("fesem", 0), ("bigfl", 0),
+                         ("fedavg", 1)]:
+        drawn.clear()
+        run_review_nlp(params, method, seed, 5, inputs={"corpus": files}, experiment_id="gfl_fig10_4_reviews_nlp")
+        batches[method, seed] = list(drawn)
+    steps = params["rounds"] * params["local_steps"]
+    assert len(batches["dfl_gt", 0]) == steps + 1  # the tracker's first gradient draws one more first
+    for method in ("local", "dfl_sgd", "dfl_gt"):
+        assert all(bool((a == b).all()) for a, b in zip(batches[method, 0][:steps], batches["fedavg", 0],
+                                                        strict=True))
+    for method in ("fesem", "bigfl"):  # the first round's local steps
+        first = params["local_steps"]
+        assert all(bool((a == b).all()) for a, b in zip(batches[method, 0][:first], batches["fedavg", 0][:first],
+                                                        strict=True))
+    assert not all(bool((a.shape == b.shape) and (a == b).all())
+                   for a, b in zip(batches["fedavg", 1], batches["fedavg", 0], strict=True))

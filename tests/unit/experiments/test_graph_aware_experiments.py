@@ -1,5 +1,6 @@
 """Synthetic data and targets of the graph-aware FL chapter (Figs 10.1-10.3, Table 10.1)."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -168,20 +169,22 @@ def test_predict_the_mean_reference_is_each_clients_own_training_mean(test_confi
     assert set(table["method"]) == {"Predict the mean"}
 
 
-def test_validation_runs_hold_out_training_samples_and_never_read_the_test_data(test_config, monkeypatch):
-    """With ``validation_fraction`` the run scores the held-out training samples: the value
-    does not move when the test data are replaced by garbage, and no test rows appear."""
+@pytest.mark.parametrize("mode", ["homologous_graph", "held_out"])
+def test_validation_runs_never_read_the_test_data(test_config, monkeypatch, mode):
+    """With ``validation_fraction`` the run scores its validation data (a third homologous
+    graph, or held-out training samples): the value does not move when the test data are
+    replaced by garbage, and no test rows appear."""
     import networkedfl.experiments.gfl.synthetic as ga
 
-    params = {**test_config["experiments"][SYNTHETIC_ID], "validation_fraction": 0.25}
+    params = {**test_config["experiments"][SYNTHETIC_ID], "validation_fraction": 0.25, "validation": mode}
     first = ga.run_synthetic(params, "fedavg", 0, 3, experiment_id=SYNTHETIC_ID)
     assert set(first["metric"]) == {"validation_loss"}
     original = ga.synthetic_instance
 
     def poisoned(*args, **kwargs):
         inst = original(*args, **kwargs)
-        return ga.SyntheticInstance(inst.graphs, inst.x_train, inst.y_train, inst.x_test * np.nan,
-                                    inst.y_test * np.nan)
+        graphs = dataclasses.replace(inst.graphs, w_test=inst.graphs.w_test * np.nan)
+        return dataclasses.replace(inst, graphs=graphs, x_test=inst.x_test * np.nan, y_test=inst.y_test * np.nan)
 
     monkeypatch.setattr(ga, "synthetic_instance", poisoned)
     again = ga.run_synthetic(params, "fedavg", 0, 3, experiment_id=SYNTHETIC_ID)
@@ -190,6 +193,44 @@ def test_validation_runs_hold_out_training_samples_and_never_read_the_test_data(
     test = ga.run_synthetic({k: v for k, v in params.items() if k != "validation_fraction"}, "fedavg", 0, 3,
                             experiment_id=SYNTHETIC_ID)
     assert not np.isfinite(test[test["metric"] == "test_loss"]["value"].iloc[-1])  # the test path reads them
+
+
+def test_the_validation_graph_is_drawn_as_the_test_graph_is(test_config):
+    """Issue 34: Fig. 10.3's tuning scores a third graph of the mixture: node i from train
+    node i's component, its own k-NN graph and propagated ground truth, fresh samples scaled
+    like the instance's; the train data (what the tuning runs train on) are untouched."""
+    from networkedfl.experiments.gfl.synthetic import validation_instance
+
+    spec = test_config["experiments"][SYNTHETIC_ID]["synthetic"]
+    inst = synthetic_instance(spec, 0, 3)
+    val = validation_instance(inst, spec, 0, 3)
+    hg, vg = inst.graphs, val.graphs
+    np.testing.assert_array_equal(val.x_train, inst.x_train)
+    np.testing.assert_array_equal(vg.components, hg.components)
+    np.testing.assert_array_equal(vg.w_train, hg.w_train)
+    assert not np.allclose(vg.z_test, hg.z_test) and not np.allclose(val.x_test, inst.x_test)
+    assert val.x_test.shape == inst.x_test.shape and vg.test_graph.degrees.min() >= spec["n_neighbours"]
+    a = vg.test_graph.adjacency.toarray() + np.eye(len(vg.components))
+    d = a.sum(1)
+    np.testing.assert_allclose(vg.w_test.reshape(len(d), -1), (a / np.sqrt(np.outer(d, d))) @ vg.z_test)
+    raw = np.einsum("nmr,nrc->nmc", val.x_test * inst.input_scale, vg.w_test)
+    np.testing.assert_allclose(val.y_test, (raw - inst.target_mean) / inst.target_std, atol=1e-10)
+    again = validation_instance(inst, spec, 0, 3)
+    np.testing.assert_array_equal(again.y_test, val.y_test)  # its own seeded stream
+    assert not np.allclose(validation_instance(inst, spec, 1, 3).graphs.z_test, vg.z_test)
+
+
+def test_homologous_graph_draws_nodes_around_their_components_centres():
+    from networkedfl.datasets import homologous_graph
+
+    centres = np.random.default_rng(0).uniform(-0.5, 0.5, (3, 64))
+    components = np.arange(300) % 3
+    z, graph, w = homologous_graph(1, centres, components, std=0.5, weight_shape=(8, 8), n_neighbours=4,
+                                   propagate=False)
+    assert abs((z - centres[components]).std() - 0.5) < 0.01 and graph.degrees.min() >= 4
+    np.testing.assert_array_equal(w.reshape(300, 64), z)
+    with pytest.raises(ValueError, match="centres must be"):
+        homologous_graph(1, centres[:, :10], components, std=0.5, weight_shape=(8, 8), n_neighbours=4)
 
 
 def test_oracle_trains_on_its_test_nodes_own_distribution(test_config):

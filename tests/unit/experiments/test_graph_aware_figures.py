@@ -56,23 +56,71 @@ def test_tuning_summary_marks_the_chosen_point(table):
 
 
 def test_upper_level_gain_is_the_phi_minus_identity_loss_per_round():
+    from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
     from networkedfl.experiments.gfl.synthetic import upper_level_claims
 
-    rows = [{"method": "BiG-FL", "seed": s, "round": r, "metric": m, "value": v}
-            for s in (0, 1) for r in (1, 2, 3)
-            for m, v in (("upper_loss_full", 1.0 - 0.1 * r * (s + 1)), ("upper_loss_identity", 1.0))]
-    table = pd.DataFrame(rows)
+    def gains(seeds, slope):
+        return pd.DataFrame([{"method": "BiG-FL", "seed": s, "round": r, "metric": m, "value": v}
+                             for s in seeds for r in (1, 2, 3)
+                             for m, v in (("upper_loss_full", 1.0 + slope(r, s)), ("upper_loss_identity", 1.0))])
+
+    two = gains((0, 1), lambda r, s: -0.1 * r * (s + 1))
     fig, ax = plt.subplots()
-    gain = figures.plot_upper_level_gain(ax, table)
+    gain = figures.plot_upper_level_gain(ax, two)
     np.testing.assert_allclose(gain.to_numpy(), [-0.15, -0.3, -0.45])
-    assert [c.passed for c in upper_level_claims(table)] == [True]  # no recorded upper_loss rows
-    rising = table.assign(value=np.where(table["metric"] == "upper_loss_full", 1.0 + 0.1 * table["round"], 1.0))
-    assert not upper_level_claims(rising)[0].passed
-    recorded = pd.DataFrame([{"method": "BiG-FL", "seed": 0, "round": r, "metric": "upper_loss", "value": v}
-                             for r, v in ((1, 1.0), (2, 1.2), (3, 0.9))])
-    both = upper_level_claims(pd.concat([table, recorded]))
-    assert [c.passed for c in both] == [True, True] and "max 1.2 at round 2" in both[0].detail
-    recorded.loc[2, "value"] = 1.1
-    assert not upper_level_claims(pd.concat([table, recorded]))[0].passed
-    assert upper_level_claims(table[table["metric"] == "test_loss"]) == []
+    assert [c.verdict for c in upper_level_claims(two)] == [INCONCLUSIVE]  # 2 seeds, spread as large as the effect
+    falling = gains(range(5), lambda r, s: -0.1 * r * (1 + 0.05 * s))
+    assert [c.verdict for c in upper_level_claims(falling)] == [HOLDS]  # no recorded upper_loss rows
+    rising = gains(range(5), lambda r, s: 0.1 * r * (1 + 0.05 * s))
+    assert [c.verdict for c in upper_level_claims(rising)] == [FAILS]
+    recorded = pd.DataFrame([{"method": "BiG-FL", "seed": s, "round": r, "metric": "upper_loss", "value": v - 0.01 * s}
+                             for s in range(5) for r, v in ((1, 1.0), (2, 1.2), (3, 0.9))])
+    both = upper_level_claims(pd.concat([falling, recorded]))
+    assert [c.verdict for c in both] == [HOLDS, HOLDS] and both[0].kind == "diagnostic"
+    assert both[0].effect == pytest.approx(-0.1) and both[0].n_seeds == 5
+    recorded.loc[recorded["round"] == 3, "value"] = 1.1 - 0.01 * recorded["seed"]
+    assert upper_level_claims(pd.concat([falling, recorded]))[0].verdict == FAILS
+    assert upper_level_claims(falling[falling["metric"] == "test_loss"]) == []
     plt.close(fig)
+
+
+def test_a_curve_under_another_says_so_in_its_label(table):
+    """Issue 34: a reference that coincides with a method is named in the legend."""
+    twin = table[table["method"] == "FedAvg"].assign(method="Local", value=lambda t: t["value"] * 1.001)
+    fig, ax = plt.subplots()
+    figures.plot_method_curves(ax, pd.concat([table, twin]), "test_loss")
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "Local (≈ FedAvg, within 1%)" in labels and "FedAvg" in labels and "Oracle" in labels
+    plt.close(fig)
+
+
+def _default_scale_table(rounds=200, seeds=(0, 1)):
+    """Fig. 10.3's curves at the default's scale (200 rounds), each method decaying from the
+    mean predictor's loss to its final level of a default run (issue 34: the legend inside the
+    axes covered the oracle and cluster-oracle curves there, not at the test profile's 4)."""
+    final = {"FedAvg": 3.54, "DFL-SGD": 2.76, "DFL-GT": 2.38, "FeSEM": 3.02, "BiG-FL": 2.96, "Local": 3.24,
+             "Oracle": 0.099, "Cluster oracle": 2.09}
+    r = np.arange(rounds + 1)
+    rows = []
+    for seed in seeds:
+        for method, end in final.items():
+            curve = end + (4.1 - end) * np.exp(-r / (8 if method == "Oracle" else 20)) + 0.01 * seed
+            rows += [{"method": method, "round": k, "metric": "test_loss", "value": v, "seed": seed}
+                     for k, v in zip(r, curve, strict=True)]
+        rows += [{"method": "Predict the mean", "round": k, "metric": "test_loss", "value": 4.08, "seed": seed}
+                 for k in (0, rounds)]
+        for k in r[1:]:
+            rows += [{"method": "BiG-FL", "round": k, "metric": metric, "value": value, "seed": seed}
+                     for metric, value in (("upper_loss_full", 1 - 0.1 * (1 - np.exp(-k / 20))),
+                                           ("upper_loss", 0.9), ("upper_loss_identity", 0.9 + 1e-4 * k))]
+    return pd.DataFrame(rows)
+
+
+def test_fig10_3_at_the_default_scale_shows_every_curve():
+    from networkedfl.plotting import figure_defects
+
+    fig = figures.fig10_3_synthetic(_default_scale_table())
+    try:
+        assert figure_defects(fig) == []
+    finally:
+        plt.close(fig)

@@ -236,7 +236,10 @@ def test_survivors_are_the_best_third_in_grid_order_diverged_last():
     from networkedfl.experiments.tuning import survivors
 
     assert survivors({0: 3.0, 1: 1.0, 2: 2.0, 3: 0.5, 4: math.inf, 5: 9.0}, 3) == [1, 3]
-    assert survivors({0: math.inf, 1: math.inf, 2: math.inf}, 3) == [0]
+    assert survivors({k: float(k) for k in range(9)}, 3) == [0, 1, 2]
+    assert survivors({0: 3.0, 1: 1.0, 2: 2.0}, 3) == [1, 2]  # at least two reach the full horizon
+    assert survivors({0: 3.0, 1: 1.0, 2: 2.0}, 3, least=1) == [1]
+    assert survivors({0: math.inf, 1: math.inf, 2: math.inf}, 3) == [0, 1]
     assert survivors({0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0}, 3) == [0, 1]  # ties: grid order
 
 

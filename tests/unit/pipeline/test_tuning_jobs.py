@@ -7,6 +7,7 @@ import io
 import pandas as pd
 import pytest
 
+from networkedfl.experiments.tuning import select_point
 from networkedfl.io import write_csv
 from networkedfl.pipeline import runner
 from networkedfl.pipeline.runner import POINT_KEY, run_tuning_setting, tuning_settings, tuning_specs
@@ -15,8 +16,10 @@ TARGET = "gfl_fig10_1_dfl"
 
 
 def _config(test_config, values):
+    """The test config with ``local``'s grid set to ``values``, without successive halving."""
     config = copy.deepcopy(test_config)
     config["experiments"][TARGET]["tuning"]["grid"]["local"] = {"lr_scale": list(values)}
+    config["experiments"][TARGET]["tuning"].pop("halving", None)
     return config
 
 
@@ -113,7 +116,7 @@ def _halved(config, values, eta=3):
 
 
 def test_successive_halving_runs_the_best_third_to_the_full_horizon(test_config, runs, tmp_path, monkeypatch):
-    """Nine points: all run to R/9, the best three to R/3, the best one to R; the score of a
+    """Nine points: all run to R/9, the best three to R/3, the best two to R; the score of a
     point is a function of its step and its horizon, so each rung's ranking is known."""
     horizons = []
 
@@ -132,10 +135,11 @@ def test_successive_halving_runs_the_best_third_to_the_full_horizon(test_config,
     specs = tuning_specs(config, TARGET, "local")
     table = run_tuning_setting(TARGET, specs, 7, code="c")
     rungs = [round(full / 9), round(full / 3), full]
-    assert [h for _, h in horizons] == [rungs[0]] * 9 + [rungs[1]] * 3 + [rungs[2]]
+    assert [h for _, h in horizons] == [rungs[0]] * 9 + [rungs[1]] * 3 + [rungs[2]] * 2
     assert [s for s, h in horizons if h == rungs[1]] == [0.7, 0.8, 0.9]  # the best third of rung 0
-    assert [s for s, h in horizons if h == full] == [0.9]
-    assert table.groupby("tuning_point")["tuning_rung"].max().tolist() == [0] * 6 + [1, 1, 2]
+    assert [s for s, h in horizons if h == full] == [0.8, 0.9]  # at least two at the full horizon
+    assert table.groupby("tuning_point")["tuning_rung"].max().tolist() == [0] * 6 + [1, 2, 2]
+    assert select_point(config["experiments"][TARGET], "local", [table]) == 7  # 0.8: nearest 0.5 at R
     # rerun: every run reused, the same bytes
     previous, data = _file(table, tmp_path)
     horizons.clear()
@@ -152,4 +156,4 @@ def test_the_full_horizon_run_keeps_its_cache_key_with_or_without_halving(test_c
                                 code="c", previous=plain)
     full = halved[halved["tuning_rung"] == 1]
     assert len(runs) == 3  # the first rung ran (shorter horizon: new keys) ...
-    assert set(full[POINT_KEY]) <= set(plain[POINT_KEY])  # ... the survivor's full run was reused
+    assert len(full) == 2 and set(full[POINT_KEY]) <= set(plain[POINT_KEY])  # ... the survivors' full runs reused

@@ -37,6 +37,7 @@ __all__ = [
     "plot_upper_level_gain",
     "review_extras",
     "review_stats",
+    "review_stats_table",
     "review_totals",
     "reviews_diagnostics",
     "reviews_final_losses",
@@ -70,19 +71,39 @@ def plot_method_curves(ax: Any, table: pd.DataFrame, metric: str = "test_loss", 
     present = list(dict.fromkeys(rows["method"]))
     order = [m for m in (methods or [*COLOURS, *present]) if m in present]
     order = list(dict.fromkeys(order))
+    curves = {method: _curve(rows[rows["method"] == method]) for method in order}
     for method in order:
-        curve = _curve(rows[rows["method"] == method])
-        colour = COLOURS.get(method)
+        curve, colour = curves[method], COLOURS.get(method)
+        label = method + _coincides(method, curves, order)
         if method == MEAN:
-            ax.axhline(float(curve["mean"].mean()), color=colour, linestyle="-.", linewidth=1.2, label=method)
+            ax.axhline(float(curve["mean"].mean()), color=colour, linestyle="-.", linewidth=1.2, label=label)
             continue
-        ax.plot(curve.index, curve["mean"], label=method, color=colour, linestyle=_STYLES.get(method, "-"))
+        ax.plot(curve.index, curve["mean"], label=label, color=colour, linestyle=_STYLES.get(method, "-"))
         if band and method not in REFERENCES:
             std = curve["std"].fillna(0)
             ax.fill_between(curve.index, curve["mean"] - std, curve["mean"] + std, color=colour, alpha=0.2,
                             linewidth=0)
     ax.set_xlabel(xlabel)
     return order
+
+
+def _coincides(method: str, curves: dict[str, pd.DataFrame], order: Sequence[str], rtol: float = 0.01) -> str:
+    """`` (under X)`` when ``method``'s mean curve lies within ``rtol`` of the curve of a
+    method drawn before it at every round after the first (drawn over it, it would hide),
+    else ``""``."""
+    mine = curves[method]["mean"]
+    for other in order[:order.index(method)]:
+        theirs = curves[other]["mean"].reindex(mine.index)
+        later = mine.index[1:] if len(mine) > 2 else mine.index
+        a, b = mine.loc[later].to_numpy(float), theirs.loc[later].to_numpy(float)
+        if len(a) and np.isfinite(b).all() and np.all(np.abs(a - b) <= rtol * np.abs(b)):
+            return f" (≈ {other}, within {rtol:.0%})"
+    return ""
+
+
+def _legend_outside(ax: Any, **kwargs: Any) -> Any:
+    """The axes' legend to the right of the axes, so that it covers no curve."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small", **kwargs)
 
 
 def plot_upper_level_gain(ax: Any, table: pd.DataFrame) -> pd.Series:
@@ -124,7 +145,7 @@ def fig10_1_dfl(table: pd.DataFrame) -> plt.Figure:
         plot_method_curves(ax, table, metric)
         ax.set_yscale("log")
         ax.set_ylabel(label)
-        ax.legend(fontsize="small")
+    _legend_outside(axes[1])
     fig.tight_layout()
     return fig
 
@@ -187,8 +208,14 @@ def homologous_samples(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def settings_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Chapter Table 10.1: every setting, its published value and its provenance."""
-    return table[["group", "item", "value", "paper", "provenance"]]
+    """Chapter Table 10.1 as a tidy table in the paper's row order: every setting (group,
+    item), the value used, the published value and its provenance (``paper``/``choice``)."""
+    from .synthetic import TABLE_10_1
+
+    order = {(g, i): k for k, (g, i, _) in enumerate(TABLE_10_1)}
+    out = table[["group", "item", "value", "paper", "provenance"]].drop_duplicates(["group", "item"])
+    rank = [order.get((g, i), len(order)) for g, i in zip(out["group"], out["item"], strict=True)]
+    return out.assign(_rank=rank).sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)
 
 
 # Fig. 10.3: BiG-FL vs FeSEM, FedAvg and DFL on the homologous-graph data
@@ -197,10 +224,12 @@ def settings_table(table: pd.DataFrame) -> pd.DataFrame:
 def fig10_3_synthetic(table: pd.DataFrame) -> plt.Figure:
     """Chapter Fig. 10.3: local test loss, BiG-FL's UL loss at the LL models, and the UL
     loss lowered by the learnt phi, against rounds."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 3.8))
     plot_method_curves(axes[0], table, "test_loss")
     axes[0].set_ylabel("local test loss")
-    axes[0].legend(fontsize="small")
+    axes[0].set_yscale("log")  # the oracle ends near 0.1, the methods near 3
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5),
+               fontsize="small")
     plot_method_curves(axes[1], table, "upper_loss_full")
     axes[1].set_ylabel("BiG-FL UL loss (10.14) at the LL models")
     plot_upper_level_gain(axes[2], table)
@@ -225,7 +254,7 @@ def fig10_4_reviews_nlp(table: pd.DataFrame) -> plt.Figure:
     for ax, label in zip(axes, ["test loss (nats per token)", "test perplexity"], strict=True):
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize="small")
+    _legend_outside(axes[1])
     fig.suptitle("Next-word prediction on 16 review domains (chapter Fig 10.4)")
     fig.tight_layout()
     return fig
@@ -272,15 +301,23 @@ def fesem_clusters(table: pd.DataFrame) -> pd.Series | str:
     return clusters.groupby("value")["domain"].apply(lambda d: ", ".join(d)) if len(clusters) else "FeSEM not run"
 
 
-def review_stats(table: pd.DataFrame) -> Any:
-    """Chapter Table 10.2 recomputed beside the published values, with the relative
-    differences of the average lengths and the vocabularies (a pandas Styler)."""
+def review_stats_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Chapter Table 10.2 as a tidy table, one row per domain in the paper's order: the
+    published columns and the recomputed ones beside them, with the relative differences of
+    the average lengths and the vocabularies (:func:`review_stats` styles it)."""
     from .reviews import stats_frame
 
     frame = stats_frame(table)
     frame["avg length: difference"] = frame["avg length, whitespace tokens"] / frame["avg length (published)"] - 1
     frame["unique words: difference"] = (frame["unique words, whitespace tokens"] / frame["unique words (published)"]
                                          - 1)
+    return frame.rename_axis("domain").reset_index()
+
+
+def review_stats(table: pd.DataFrame) -> Any:
+    """Chapter Table 10.2 recomputed beside the published values, with the relative
+    differences of the average lengths and the vocabularies (a pandas Styler)."""
+    frame = review_stats_table(table).set_index("domain")
     formats = {c: "{:+.1%}" for c in frame.columns if "difference" in c}
     formats |= {c: "{:,.1f}" for c in frame.columns if "avg length" in c and "difference" not in c}
     formats |= {c: "{:,.0f}" for c in frame.columns

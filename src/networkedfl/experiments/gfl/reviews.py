@@ -27,6 +27,7 @@ from ...datasets.reviews import (
     review_files,
 )
 from ...io import Paths
+from ..claims import exact
 from ..registry import Claim
 
 __all__ = [
@@ -141,15 +142,15 @@ def review_stats_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     mismatched = [f"{d}: {frame.loc[d, 'documents']:.0f} vs {frame.loc[d, 'documents (published)']:.0f}"
                   for d, ok in docs_equal.items() if not ok]
     return [
-        Claim("16 rows", len(domains) == 16 and set(domains) == set(DOMAINS),
+        exact("16 rows", len(domains) == 16 and set(domains) == set(DOMAINS),
               f"{len(domains)} domains in the table"),
-        Claim("recomputed document counts equal the published ones in every domain",
+        exact("recomputed document counts equal the published ones in every domain",
               len(domains) == 16 and all(docs_equal.values()),
               "all 16 equal (train + test lines)" if not mismatched else "differ: " + "; ".join(mismatched)),
-        Claim("published columns verbatim", not verbatim_bad,
+        exact("published columns verbatim", not verbatim_bad,
               "names, sentences, average lengths, unique words and the total 63,144 as printed"
               if not verbatim_bad else "differ: " + "; ".join(verbatim_bad)),
-        Claim("recomputed average length within 25 % of the published one in every domain",
+        exact("recomputed average length within 25 % of the published one in every domain",
               bool(len(rel) == 16 and within.all()),
               (f"largest relative difference {rel[worst]:+.1%} ({worst}); range "
                f"{rel.min():+.1%} .. {rel.max():+.1%}") if worst is not None else "no rows"),

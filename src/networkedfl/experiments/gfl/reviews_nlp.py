@@ -53,11 +53,12 @@ from ...datasets import (
 )
 from ...datasets.reviews import DOMAINS, LABELLED_SPLITS, PUBLISHED_TABLE_10_2, read_domain
 from ...graphs import EmpiricalGraph, knn_graph
-from ..claims import LOCAL, MEAN, REFERENCES, reference_claims
+from ..claims import LOCAL, MEAN, REFERENCES, all_of, below, exact
 from ..registry import Claim, rng_for
 from ..tuning import VALIDATION_METRIC, split_ragged
+from ._verdicts import below_each, decided, round_values
 from .reviews import corpus_inputs
-from .synthetic import DIAGNOSTICS
+from .synthetic import DIAGNOSTICS, decided_references
 
 __all__ = [
     "METHOD_NAMES",
@@ -409,9 +410,14 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
             record_losses(state.round, state.client_params)
 
     record_losses(0, init)
+    # one stream for every method of a seed (paired comparisons): FedAvg, Local and DFL-SGD
+    # draw the same mini-batches at every step, DFL-GT the same sequence one step ahead (its
+    # tracker's first gradient takes the first); FeSEM and BiG-FL the same in the first round,
+    # until their own draws (k-means seeding; BiG-FL's hyper-gradient batch and negatives)
+    # continue the stream differently
     common = {"n_rounds": n_rounds, "local_steps": _local_steps(params, train_windows),
               "batch_size": int(params["batch_size"]), "mask": mask, "callback": callback,
-              "seed": rng_for(base_seed, experiment_id, seed, setting), "device": device,
+              "seed": rng_for(base_seed, experiment_id, seed, "batches"), "device": device,
               "dtype": dtype, "progress": bool(params.get("progress", False))}
     lr = float(params["lr"])
     held = bool(params.get("mask_average", True))  # aggregate a row over the clients holding it
@@ -465,36 +471,27 @@ def _describe_task(task: ReviewTask, add: Any) -> None:
 # ------------------------------------------------------------------------------ claims
 
 
-def _final_and_start(table: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    rows = table[(table["metric"] == "test_loss")]
-    rows = rows.assign(value=rows["value"].astype(float), round=rows["round"].astype(float))
-    curve = rows.groupby(["method", "round"])["value"].mean()
-    final = curve.groupby(level="method").apply(lambda c: c.iloc[-1])
-    start = curve.groupby(level="method").apply(lambda c: c.iloc[0])
-    return final, start
-
-
 def review_nlp_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """EXPERIMENTS.md, gfl_fig10_4_reviews_nlp (means over seeds, strict comparisons)."""
-    final, start = _final_and_start(table)
+    """EXPERIMENTS.md, gfl_fig10_4_reviews_nlp, decided per seed
+    (:mod:`~networkedfl.experiments.claims`): the final test losses (mean over the 16
+    domains of each seed) compared on the log scale, paired by seed (the methods of a seed
+    share its task, start and mini-batch stream), and the reference checks without an
+    oracle (:func:`~networkedfl.experiments.claims.reference_claims`)."""
+    final, start = round_values(table, "test_loss"), round_values(table, "test_loss", at="first")
     if final.empty:
-        return [Claim("test losses recorded", False, "no test_loss rows in the table")]
-    show = "; ".join(f"{m}: {start[m]:.4f} -> {final[m]:.4f}" for m in final.index)
-    below = {m: bool(final[m] < start[m]) for m in final.index}
-    claims = [Claim("every method ends below its round-0 test loss",
-                    all(v for m, v in below.items() if m != MEAN), show)]
-    ranking = ", ".join(f"{m} {v:.4f}" for m, v in final.sort_values().items())
-    if "BiG-FL" in final.index:
-        others = final.drop(["BiG-FL", *(r for r in REFERENCES if r in final.index)])
-        claims.append(Claim("BiG-FL ends lowest", bool(len(others) and (final["BiG-FL"] < others).all()),
-                            f"final test loss: {ranking}"))
-    if "FeSEM" in final.index:
-        rivals = [m for m in ("FedAvg", "DFL-SGD", "DFL-GT") if m in final.index]
-        claims.append(Claim("FeSEM ends below FedAvg and DFL",
-                            bool(rivals and all(final["FeSEM"] < final[m] for m in rivals)),
-                            "FeSEM {:.4f} vs ".format(final["FeSEM"])
-                            + ", ".join(f"{m} {final[m]:.4f}" for m in rivals)))
-    return claims + reference_claims(final, oracle=None)
+        return [exact("test losses recorded", False, "no test_loss rows in the table")]
+    methods = [m for m in final.columns if m != MEAN]
+    texts = ("every method ends below its round-0 test loss", "BiG-FL ends lowest",
+             "FeSEM ends below FedAvg and DFL")
+    claims = [decided(texts[0], lambda: all_of(texts[0], [
+        below(m, final[m], start[m], what="final / round 0") for m in methods]), [final, start])]
+    if "BiG-FL" in final.columns:
+        others = [m for m in final.columns if m not in ("BiG-FL", *REFERENCES)]
+        claims.append(decided(texts[1], lambda: all_of(texts[1], below_each(final, "BiG-FL", others)), [final]))
+    if "FeSEM" in final.columns:
+        rivals = ("FedAvg", "DFL-SGD", "DFL-GT")
+        claims.append(decided(texts[2], lambda: all_of(texts[2], below_each(final, "FeSEM", rivals)), [final]))
+    return claims + decided_references(final, oracle=None)
 
 
 def published_name(domain: str) -> str:

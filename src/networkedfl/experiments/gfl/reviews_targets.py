@@ -30,4 +30,12 @@ register_target(
         # the synthetic experiments' methods, run on text
         "dfl-gt-tracker", "dfl-sgd-order", "fesem", "bigfl",
     ),
+    paper_scale={
+        "vocab_size": "63,144 words [paper]; EXPERIMENTS.md's CPU profile 5,000 [choice]",
+        "rounds": "50 (EXPERIMENTS.md's paper profile; the chapter does not say) [choice]",
+        "local_steps": "one epoch per round (EXPERIMENTS.md's paper profile) [choice]",
+        "batch_size": "100 windows of 35 [paper]",
+        "test_documents": "all 400 test reviews per domain (EXPERIMENTS.md's paper profile) [choice]",
+        "repetitions": "not stated [paper] (figure: one curve per method)",
+    },
 )

@@ -1,0 +1,164 @@
+"""Successive halving against the whole grid, on a finished run (docs/tuning.md).
+
+For every tuned method of every tuned target of a finished Snakemake run (``--workdir``,
+default: the repository root), this script completes the whole grid: every point run to
+the full tuning horizon, taking the full-horizon runs that the halved job already made from
+its tuning file (the same cache keys) and running the others. It then reports per method:
+
+* the points, the halved job's runs and compute time (its log's ``tuning run ...: X s``
+  lines) and the whole grid's (the full-horizon runs' times, from that log or measured here);
+* the point successive halving chose and the point the whole grid chooses, whether they are
+  the same, and both points' validation losses at the full horizon.
+
+With ``--markdown FILE`` the report replaces the section between ``<!-- tuning:begin -->``
+and ``<!-- tuning:end -->`` of FILE (``benchmarks/README.md``). Nothing is asserted.
+
+    .venv/bin/python benchmarks/bench_tuning.py --workdir /path/to/run
+    .venv/bin/python benchmarks/bench_tuning.py --workdir /path/to/run --markdown benchmarks/README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+BEGIN, END = "<!-- tuning:begin -->", "<!-- tuning:end -->"
+_RUN = re.compile(r"tuning run \S+ point (\d+) rung (\d+) horizon (\S+): ([0-9.]+) s")
+
+
+def _log_times(path: Path) -> dict[tuple[int, int], float]:
+    """``{(point, rung): seconds}`` of the last job run recorded in a tuning log."""
+    if not path.is_file():
+        return {}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    starts = [m.start() for m in re.finditer(r"tuning run \S+ point 0 rung 0 ", text)]
+    text = text[starts[-1]:] if starts else text
+    return {(int(p), int(r)): float(s) for p, r, _, s in _RUN.findall(text)}
+
+
+class _Times(logging.Handler):
+    """Collects the runner's ``tuning run ...`` lines of the runs made here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: dict[int, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = _RUN.search(record.getMessage())
+        if match:
+            self.times[int(match.group(1))] = float(match.group(4))
+
+
+def compare(workdir: Path) -> list[dict]:
+    sys.path.insert(0, str(REPO / "src"))
+    from networkedfl.experiments.tuning import grid_points, point_scores, select_point
+    from networkedfl.experiments.variants import split_setting, variant_params
+    from networkedfl.pipeline.config import load_config
+    from networkedfl.pipeline.provenance import code_hash, target_modules
+    from networkedfl.pipeline.runner import (
+        job_inputs,
+        run_tuning_setting,
+        tuning_settings,
+        tuning_specs,
+    )
+
+    config = load_config(str(REPO / "config" / "config.yaml"))
+    root = REPO / "src" / "networkedfl"
+    handler = _Times()
+    logging.getLogger("networkedfl.pipeline.runner").addHandler(handler)
+    logging.getLogger("networkedfl.pipeline.runner").setLevel(logging.INFO)
+    os.chdir(workdir)
+    rows = []
+    for target, params in config["experiments"].items():
+        settings = tuning_settings(config, target)
+        if not settings:
+            continue
+        code = code_hash(target_modules(target, root), root)
+        for setting in settings:
+            path = workdir / "results" / "tuning" / target / f"{setting}.csv"
+            if not path.is_file():
+                print(f"skipped {target}/{setting}: no {path}", file=sys.stderr)
+                continue
+            halved = pd.read_csv(path)
+            specs = tuning_specs(config, target, setting)
+            whole = [{k: v for k, v in spec.items() if k != "halving"} for spec in specs]
+            handler.times.clear()
+            start = time.perf_counter()
+            full = run_tuning_setting(target, whole, int(config["seed"]), job_inputs(config, target, setting),
+                                      code=code, previous=halved)
+            elapsed = time.perf_counter() - start
+            variant, own = split_setting(params, setting)
+            vparams = variant_params(params, variant)
+            logged = _log_times(workdir / "logs" / "tuning" / target / f"{setting}.log")
+            last = int(halved["tuning_rung"].max()) if "tuning_rung" in halved else 0
+            full_times = {p: s for (p, r), s in logged.items() if r == last} | handler.times
+            chosen_halved = select_point(vparams, own, [halved])
+            chosen_full = select_point(vparams, own, [full])
+            scores = point_scores([full])
+            points = grid_points(vparams, own)
+            rows.append({
+                "target": target, "method": str(full["method"].iloc[0]), "points": len(points),
+                "halved runs": len(halved.groupby(["tuning_point", "tuning_rung"]) if "tuning_rung" in halved
+                                   else halved.groupby("tuning_point")),
+                "halved s": sum(logged.values()) if logged else float("nan"),
+                "whole grid s": sum(full_times.get(k, float("nan")) for k in range(len(points))),
+                "completed here s": elapsed,
+                "chosen (halving)": points[chosen_halved], "chosen (whole grid)": points[chosen_full],
+                "same": chosen_halved == chosen_full,
+                "loss_halving": float(scores[chosen_halved]), "loss_whole": float(scores[chosen_full]),
+            })
+    return rows
+
+
+def markdown(rows: list[dict], workdir: Path) -> str:
+    from networkedfl.experiments.tuning import point_label
+
+    lines = [f"_Generated by `.venv/bin/python benchmarks/bench_tuning.py --markdown benchmarks/README.md` on "
+             f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC from the run in `{workdir}`; do not edit by "
+             "hand._", "",
+             "| target | method | points | halved: runs | halved: compute | whole grid: compute | chosen by halving "
+             "| chosen by the whole grid | same | validation loss of each |", "|---|---|---|---|---|---|---|---|---|---|"]
+    total_h = total_f = 0.0
+    for r in rows:
+        total_h += r["halved s"]
+        total_f += r["whole grid s"]
+        losses = (f"{r['loss_halving']:.5g}" if r["same"] else f"{r['loss_halving']:.5g} vs {r['loss_whole']:.5g}")
+        lines.append(f"| {r['target']} | {r['method']} | {r['points']} | {r['halved runs']} | {r['halved s']:.1f} s "
+                     f"| {r['whole grid s']:.1f} s | {point_label(r['chosen (halving)'])} | "
+                     f"{point_label(r['chosen (whole grid)'])} | {'yes' if r['same'] else '**no**'} | {losses} |")
+    same = sum(r["same"] for r in rows)
+    lines += ["", f"{same} of {len(rows)} methods choose the whole grid's point; tuning compute {total_h / 60:.1f} min "
+              f"with halving against {total_f / 60:.1f} min for the whole grid (ratio {total_h / total_f:.2f}; both "
+              "summed over the runs' own times, one process each)."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, default=REPO, help="a finished default-config run (default: repo)")
+    parser.add_argument("--markdown", type=Path, help="replace the tuning section of this file")
+    args = parser.parse_args()
+    workdir = args.workdir.resolve()
+    markdown_file = args.markdown.resolve() if args.markdown else None
+    text = markdown(compare(workdir), workdir)
+    print(text)
+    if markdown_file is not None:
+        page = markdown_file.read_text(encoding="utf-8")
+        if BEGIN not in page or END not in page:
+            raise SystemExit(f"{markdown_file}: no '{BEGIN}' ... '{END}' markers")
+        head, rest = page.split(BEGIN, 1)
+        markdown_file.write_text(head + BEGIN + "\n" + text + END + rest.split(END, 1)[1], encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
