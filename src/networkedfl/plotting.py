@@ -102,8 +102,11 @@ def plot_sweep(
     panels = [p for p in (panel_order or PENALTY_LABELS) if p in names]
     panels += [p for p in names if p not in panels]
     curves = sorted(set(table[curve].dropna()), key=lambda v: (isinstance(v, str), v))
+    if curve == "penalty":  # the paper's order: l1, nLasso, MOCHA
+        curves = [p for p in PENALTY_LABELS if p in curves] + [p for p in curves if p not in PENALTY_LABELS]
     colour = {value: f"C{k % 10}" for k, value in enumerate(curves)}
-    fig, axes = plt.subplots(len(metrics), len(panels), figsize=(4.2 * len(panels), 3.4 * len(metrics)),
+    # room for the legend beside the last panel, so that it does not squeeze the panels
+    fig, axes = plt.subplots(len(metrics), len(panels), figsize=(4.2 * len(panels) + 2.4, 3.4 * len(metrics)),
                              sharey="row", squeeze=False)
     for row, name_metric in enumerate(metrics):
         summary = sweep_summary(table, x, curve, panel, name_metric)
@@ -114,8 +117,10 @@ def plot_sweep(
                     part = part[part["variant"] == variant]
                 style = VARIANT_STYLES.get(variant, ":") if variant is not None else "-"
                 main = variant in (None, variants[0])
-                for value, grp in part.groupby(curve):
-                    grp = grp.sort_values(x)
+                for value in curves:
+                    grp = part[part[curve] == value].sort_values(x)
+                    if grp.empty:
+                        continue
                     label = _label(curve, value) if main else None
                     if main:
                         std = grp["std"].fillna(0).to_numpy()
@@ -250,12 +255,15 @@ def plot_graph(
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 4))
     wmax = max(float(edges["value"].max()), 1e-12) if len(edges) else 1.0
-    for s, t_, w in edges.itertuples(index=False):
-        xs, ys = nodes.loc[[s, t_], "x"], nodes.loc[[s, t_], "y"]
-        ax.plot(xs, ys, color="0.4", lw=0.5 + 3 * w / wmax, zorder=1)
-        if annotate_weights:
-            ax.annotate(f"{w:.2f}", (xs.mean(), ys.mean()), fontsize=7, ha="center", color="0.2")
-    colors = plt.get_cmap("tab10")(nodes["cluster"].to_numpy() % 10)
+    xy = nodes[["x", "y"]]
+    radius = np.sqrt(node_size / np.pi) / _points_per_unit(ax, xy.to_numpy(float))
+    paths = _edge_paths(xy, edges, radius)
+    for path, w in zip(paths, edges["value"], strict=True):
+        ax.plot(path[:, 0], path[:, 1], color="0.4", lw=0.5 + 3 * w / wmax, zorder=1)
+    if annotate_weights and len(edges):
+        _label_edges(ax, xy.to_numpy(float), paths, edges["value"].to_numpy(float), radius)
+    # cluster labels are read back from a CSV as floats: index the colours by integer
+    colors = plt.get_cmap("tab10")(nodes["cluster"].to_numpy().astype(int) % 10)
     ax.scatter(nodes["x"], nodes["y"], s=node_size, c=colors, edgecolors="k", zorder=2)
     for node, row in nodes.iterrows():
         ax.annotate(str(int(node)), (row["x"], row["y"]), ha="center", va="center", fontsize=8, zorder=3)
@@ -275,6 +283,63 @@ def plot_graph(
     ax.margins(0.25 if show_data else 0.1)
     ax.axis("off")
     return ax
+
+
+def _points_per_unit(ax: plt.Axes, xy: np.ndarray) -> float:
+    """Typographic points per data unit of a graph drawn with equal aspect on ``ax`` (an
+    estimate before the figure is laid out: the axes' box, the nodes' extent and margins)."""
+    span = np.maximum(xy.max(axis=0) - xy.min(axis=0), 1e-9) * 1.2
+    bbox = ax.get_position()
+    width_in, height_in = ax.figure.get_size_inches() * (bbox.width, bbox.height)
+    return 0.85 * 72 * min(width_in / span[0], height_in / span[1])
+
+
+def _edge_paths(pos: pd.DataFrame, edges: pd.DataFrame, radius: float, n: int = 21) -> list[np.ndarray]:
+    """Each edge as ``n`` points: a straight segment, or an arc where the segment would pass
+    through a third node (collinear nodes), so that no edge hides behind a node (successive
+    arcs bend to alternate sides)."""
+    xy = pos.to_numpy(float)
+    index = {node: k for k, node in enumerate(pos.index)}
+    t = np.linspace(0, 1, n)[:, None]
+    paths, side = [], 1.0
+    for s, e in zip(edges["source"], edges["target"], strict=True):
+        a, b = xy[index[s]], xy[index[e]]
+        d = b - a
+        length = float(np.hypot(*d)) or 1.0
+        along = np.clip((xy - a) @ d / length**2, 0, 1)
+        gap = np.hypot(*(a + along[:, None] * d - xy).T)
+        gap[[index[s], index[e]]] = np.inf
+        bend = 0.0
+        if np.any((gap < 0.8 * radius) & (along > 0) & (along < 1)):
+            bend, side = side * 0.15 * length, -side  # alternate sides: two bent edges of a row part
+        control = (a + b) / 2 + bend * np.array([-d[1], d[0]]) / length
+        paths.append((1 - t) ** 2 * a + 2 * (1 - t) * t * control + t**2 * b)
+    return paths
+
+
+def _label_edges(ax: plt.Axes, xy: np.ndarray, paths: list[np.ndarray], weights: np.ndarray, radius: float,
+                 fontsize: float = 7) -> None:
+    """Write each edge's weight on the edge, at the first point along it (from the middle
+    outwards) where the label's box clears the nodes and the labels placed before it: edges
+    that cross at their midpoints (a square's diagonals) get their labels apart."""
+    points_per_unit = _points_per_unit(ax, xy)
+    placed: list[tuple[float, float, float, float]] = []
+    for path, w in zip(paths, weights, strict=True):
+        text = f"{w:.2f}"
+        half = np.array([0.62 * fontsize * len(text) / 2 + 2, 0.75 * fontsize + 1]) / points_per_unit
+
+        def clash(c: np.ndarray, half=half) -> float:
+            boxes = sum(max(0.0, min(c[0] + half[0], x1) - max(c[0] - half[0], x0))
+                        * max(0.0, min(c[1] + half[1], y1) - max(c[1] - half[1], y0)) for x0, y0, x1, y1 in placed)
+            gap = np.abs(xy - c) - half
+            return boxes + float(np.sum(np.hypot(*np.maximum(gap, 0).T) < radius))
+
+        n = len(path) - 1
+        candidates = [path[round(f * n)] for f in (0.5, 0.4, 0.6, 0.3, 0.7, 0.25, 0.75)]
+        best = min(candidates, key=clash)  # the first of the least clashing points
+        placed.append((best[0] - half[0], best[1] - half[1], best[0] + half[0], best[1] + half[1]))
+        ax.annotate(text, best, fontsize=fontsize, ha="center", va="center", color="0.15", zorder=3,
+                    bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
 
 
 def summary_table(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:

@@ -17,7 +17,7 @@ _BY_PAPER: dict[str, tuple[str, ...]] = {
         "two-variants", "step-sizes", "label-noise-per-point", "local-loss-average",
         "mocha-dual-step", "fig11-perturbation", "parameter-mse", "sbm-iterations",
         "sbm-sampler", "sampling-set", "covariance-table", "diagrams", "star-graph",
-        "claims-means", "primal-dual-gap", "memory-layout", "ifca-linear", "table1-fig02-setup",
+        "claims-means", "fig03-seeds", "primal-dual-gap", "memory-layout", "ifca-linear", "table1-fig02-setup",
         "cluster-oracle", "linear-test-profile", "mnist-run-length", "real-proximal-term",
         "local-biases", "stacked-nlasso", "learnt-graph", "mnist-local-datasets",
         "mnist-baselines", "fig05-lambdas", "mnist-test-profile", "mnist-claims",

@@ -430,9 +430,12 @@ def test_ablation_switches_one_option_and_reuses_the_source_targets_streams(test
     assert {"loss_scale", "label_noise", "step_degrees", "mocha_step", "graph_draw"} <= moved
     with pytest.raises(ValueError, match="no option"):
         switched_params(case, "loss_scal")
-    # the ablation's published and paper rows are the source target's rows at the same points
+    # the ablation's published and paper rows, run again, are the source target's rows at the
+    # same points (so the pipeline reads them from the source: test_gtv_ablation.py)
     source = "gtv_fig09_sbm_sampling"
-    abl = run_job(test_config, "gtv_quirk_ablation", "fig09.paper", 0)
+    config = copy.deepcopy(test_config)
+    config["experiments"]["gtv_quirk_ablation"]["ends_from_source"] = False
+    abl = run_job(config, "gtv_quirk_ablation", "fig09.paper", 0)
     src = run_job(test_config, source, "paper.penalty-l1", 0)
     key = ["p_out", "M", "penalty", "metric"]
     a = abl[abl["penalty"] == "l1"].set_index(key)["value"]
@@ -444,8 +447,10 @@ def test_ablation_switches_one_option_and_reuses_the_source_targets_streams(test
 def test_ablation_markdown_has_a_row_per_headline_number_and_a_column_per_switch(test_config):
     from networkedfl.pipeline.summary import ablation_markdown
 
-    table = collect_tables([run_job(test_config, "gtv_quirk_ablation", s, 0)
-                            for s in job_settings(test_config, "gtv_quirk_ablation")])
+    config = copy.deepcopy(test_config)
+    config["experiments"]["gtv_quirk_ablation"]["ends_from_source"] = False  # run every switch here
+    table = collect_tables([run_job(config, "gtv_quirk_ablation", s, 0)
+                            for s in job_settings(config, "gtv_quirk_ablation")])
     text = ablation_markdown(table)
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
     header, body = rows[0], rows[1:]

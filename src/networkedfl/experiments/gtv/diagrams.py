@@ -17,7 +17,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ...graphs import EmpiricalGraph, cluster_graph, star, stochastic_block_model
 from ...gtv import cluster_weights_per_node, linear_model_data
-from ..claims import check_all
+from ..claims import check_all, exact
 from ..registry import Claim, rng_for
 
 __all__ = [
@@ -145,12 +145,12 @@ def empirical_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     samples = table[(table["element"] == "sample") & (table["metric"] == "label")]
     per_node = samples.groupby("node").size().reindex(nodes["node"], fill_value=0)
     return [
-        Claim(f"{n_expected} nodes in {k_expected} clusters, connected",
+        exact(f"{n_expected} nodes in {k_expected} clusters, connected",
               len(nodes) == n_expected and clusters.nunique() == k_expected and _is_connected(len(nodes), edges),
               f"{len(nodes)} nodes, {clusters.nunique()} clusters, {len(edges)} edges"),
-        Claim("every node has data", bool((per_node > 0).all()),
+        exact("every node has data", bool((per_node > 0).all()),
               f"data points per node: min {per_node.min()}, max {per_node.max()}"),
-        Claim("more intra- than inter-cluster edges", intra > len(edges) - intra,
+        exact("more intra- than inter-cluster edges", intra > len(edges) - intra,
               f"{intra} intra, {len(edges) - intra} inter"),
     ]
 
@@ -169,13 +169,13 @@ def cluster_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     got = cedges.set_index(["source", "target"])["weight"]
     sums = {f"{s}-{t}": bool(np.isclose(got.get((s, t), np.nan), w)) for (s, t), w in expected.items()}
     return [
-        Claim("one node per cluster", len(cnodes) == label.nunique(),
+        exact("one node per cluster", len(cnodes) == label.nunique(),
               f"{len(cnodes)} cluster nodes for {label.nunique()} clusters"),
         check_all("each cluster edge weight equals the sum of the edges it merges", sums),
-        Claim("a cluster edge iff an original edge joins the clusters",
+        exact("a cluster edge iff an original edge joins the clusters",
               set(got.index) == set(expected.index),
               f"{len(got)} cluster edges, {len(expected)} joined cluster pairs"),
-        Claim("no self-loops", bool((cedges["source"] != cedges["target"]).all()),
+        exact("no self-loops", bool((cedges["source"] != cedges["target"]).all()),
               f"{int((cedges['source'] == cedges['target']).sum())} self-loops"),
     ]
 
@@ -185,9 +185,9 @@ def star_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     n = int(params["n_nodes"])
     touches = ((edges["source"] == 0) | (edges["target"] == 0)).all()
     return [
-        Claim(f"{n} nodes and {n - 1} edges, all touching the centre",
+        exact(f"{n} nodes and {n - 1} edges, all touching the centre",
               len(nodes) == n and len(edges) == n - 1 and bool(touches),
               f"{len(nodes)} nodes, {len(edges)} edges"),
-        Claim("all edge weights equal", bool(np.ptp(edges["weight"]) == 0),
+        exact("all edge weights equal", bool(np.ptp(edges["weight"]) == 0),
               f"weights in [{edges['weight'].min()}, {edges['weight'].max()}]"),
     ]

@@ -14,18 +14,20 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker
+import numpy as np
 import pandas as pd
 
 from ...plotting import (
+    VARIANT_LABELS,
     ablation_summary,
     accuracy_curves,
     plot_accuracy_curves,
     plot_graph,
     plot_sweep,
-    summary_table,
     sweep_summary,
 )
 from ..report import load_target
+from .linear import METHOD_NAMES
 
 __all__ = [
     "GRAPH_METRICS",
@@ -76,8 +78,9 @@ def fig01_empirical_graph(table: pd.DataFrame) -> plt.Figure:
 
 
 def plot_cluster_graph(table: pd.DataFrame) -> plt.Figure:
-    """GTV Fig. 8: the empirical graph and its cluster graph side by side."""
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 4))
+    """GTV Fig. 8: the empirical graph and its cluster graph side by side (nodes coloured by
+    cluster, edge width and label: the weight)."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 5.2), gridspec_kw={"width_ratios": [1.4, 1]})
     plot_graph(table, "empirical", ax1, annotate_weights=True)
     ax1.set_title("empirical graph")
     plot_graph(table, "cluster", ax2, node_size=900, annotate_weights=True)
@@ -107,9 +110,13 @@ def plot_star_lambda(table: pd.DataFrame, *, seed: int | None = None, fusion_lev
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
     for node, grp in w.groupby("node"):
         grp = grp.sort_values("lam")
-        line, = ax1.plot(grp["lam"], grp["value"], lw=1.2, label="centre" if node == 0 else None)
+        # the centre in black, each leaf in a colour of its own (10 leaves: tab10)
+        colour = "k" if node == 0 else f"C{(int(node) - 1) % 10}"
+        ax1.plot(grp["lam"], grp["value"], lw=2.0 if node == 0 else 1.2, color=colour,
+                 label="centre (node 0)" if node == 0 else None, zorder=3 if node == 0 else 2)
         ax1.scatter([grp["lam"].min() * 0.6], local.loc[local["node"] == node, "value"], s=12,
-                    color=line.get_color(), marker="<")
+                    color=colour, marker="<")
+    ax1.legend(fontsize=8, loc="lower right")
     ax1.set_xscale("log")
     ax1.set_xlabel(r"$\lambda$")
     ax1.set_ylabel(r"$\hat{w}_{i,1}$ (triangles: local least squares)")
@@ -147,23 +154,73 @@ def sweep_means(table: pd.DataFrame, x: str, curve: str, panel: str = "penalty",
     return summary.pivot_table(index=keys, columns=x, values="mean")
 
 
-def _alg1_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 2's rows with Alg. 1 named by its penalty, in one panel."""
-    return table.assign(method=table["method"].where(table["method"] != "primal_dual", "Alg. 1 " + table["penalty"]),
-                        panel="parameter MSE (39)")
+def _rows_by_method(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a linear target named by method, Alg. 1 by its penalty (``l1``, ...)."""
+    rows = table[table["method"] != "data"]
+    return rows.assign(method=rows["method"].where(rows["method"] != "primal_dual", rows["penalty"]))
+
+
+def _variant_order(table: pd.DataFrame) -> list[str | None]:
+    present = set(table["variant"].dropna()) if "variant" in table else set()
+    return [v for v in VARIANT_LABELS if v in present] + sorted(present - set(VARIANT_LABELS)) or [None]
+
+
+#: Colour and marker of every method of Fig. 2 (the oracle benchmark FedAvgC hollow).
+FIG02_STYLES = {"l1": ("C0", "o"), "ifca": ("C3", "s"), "fedavg": ("C1", "^"), "fedavg_clusters": ("C2", "D")}
+
+
+def _close_pairs(part: pd.DataFrame, x: str, symbol: str, factor: float = 1.5) -> list[str]:
+    """Pairs of curves whose means lie within ``factor`` of each other (drawn on top of each
+    other on a log axis), with the values of ``x`` (shown as ``symbol``) where they do."""
+    wide = part.pivot_table(index=x, columns="method", values="mean")
+    notes = []
+    for i, a in enumerate(wide.columns):
+        for b in wide.columns[i + 1:]:
+            ratio = (wide[a] / wide[b]).dropna()
+            at = ratio.index[(ratio < factor) & (ratio > 1 / factor)]
+            if len(at):
+                notes.append(f"{METHOD_NAMES.get(a, a)} and {METHOD_NAMES.get(b, b)} overlap at {symbol} = "
+                             + ", ".join(f"{v:g}" for v in at))
+    return notes
 
 
 def fig02_num_clusters(table: pd.DataFrame) -> plt.Figure:
-    """GTV Fig. 2: parameter MSE vs the number of clusters, Alg. 1 per penalty and the baselines."""
-    fig = plot_sweep(_alg1_rows(table), x="n_clusters", curve="method", panel="panel", metric="parameter_mse")
-    fig.axes[0].set_xlabel("number of clusters k")
-    fig.axes[0].set_title("parameter MSE (39), mean ± std over repetitions")
+    """GTV Fig. 2: parameter MSE vs the number of clusters k, Alg. 1 and the baselines (mean ±
+    std over repetitions); one panel per variant, so that no curve hides another's."""
+    stats = sweep_summary(_rows_by_method(table).assign(panel=""), x="n_clusters", curve="method", panel="panel")
+    variants = _variant_order(table)
+    fig, axes = plt.subplots(1, len(variants), figsize=(4.8 * len(variants), 4.0), sharey=True, squeeze=False)
+    methods = [m for m in FIG02_STYLES if m in set(stats["method"])]
+    methods += sorted(set(stats["method"]) - set(methods))
+    for ax, variant in zip(axes[0], variants, strict=True):
+        part = stats if variant is None else stats[stats["variant"] == variant]
+        for k, method in enumerate(methods):
+            grp = part[part["method"] == method].sort_values("n_clusters")
+            colour, marker = FIG02_STYLES.get(method, (f"C{(4 + k) % 10}", "v"))
+            std = grp["std"].fillna(0).to_numpy()
+            hollow = method == "fedavg_clusters"
+            ax.errorbar(grp["n_clusters"], grp["mean"], yerr=[np.minimum(std, 0.9 * grp["mean"]), std],
+                        color=colour, marker=marker, ms=8 if hollow else 4, mfc="none" if hollow else colour,
+                        capsize=2, lw=1.4, label=METHOD_NAMES.get(method, method))
+        ax.set_yscale("log")
+        ax.set_xticks(sorted(part["n_clusters"].unique()))
+        notes = _close_pairs(part, "n_clusters", "k")
+        ax.set_xlabel("number of clusters k" + "".join(f"\n({n})" for n in notes))
+        ax.set_title(VARIANT_LABELS.get(variant, "") if variant else "", fontsize=10)
+        ax.grid(alpha=0.3, which="both")
+    axes[0, 0].set_ylabel("parameter MSE (39)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.suptitle("GTV Fig. 2: parameter MSE (39) vs k, mean ± std over repetitions", fontsize=11)
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(labels), fontsize=9)
     return fig
 
 
 def fig02_means(table: pd.DataFrame) -> pd.DataFrame:
     """Fig. 2's means over repetitions: rows (variant, method), columns k."""
-    return sweep_means(_alg1_rows(table), "n_clusters", "method", panel="panel", index=["method"])
+    rows = _rows_by_method(table)
+    rows = rows.assign(method=rows["method"].map(lambda m: METHOD_NAMES.get(m, m)), panel="")
+    return sweep_means(rows, "n_clusters", "method", panel="panel", index=["method"])
 
 
 def fig03_chain_sampling(table: pd.DataFrame) -> plt.Figure:
@@ -251,6 +308,14 @@ def learnt_graph(table: pd.DataFrame) -> pd.DataFrame:
 # The quirk ablations (issue 16)
 
 
+def _shown(label: str) -> str:
+    """A panel or item label of the ablation with the linear methods' display names
+    (``fig09: Alg. 1 l1`` -> ``fig09: Alg. 1 (l1)``, ``ifca`` -> ``IFCA``)."""
+    head, sep, name = label.rpartition(": ")
+    code = name.removeprefix("Alg. 1 ")
+    return f"{head}{sep}{METHOD_NAMES.get(code, name)}"
+
+
 def plot_ablation(table: pd.DataFrame, metric: str = "label_mse") -> plt.Figure:
     """Quirk ablation: per panel, the headline values (x; MSEs on a log axis) for every
     switch (rows).
@@ -267,7 +332,7 @@ def plot_ablation(table: pd.DataFrame, metric: str = "label_mse") -> plt.Figure:
         ypos = {s: -k for k, s in enumerate(switches)}
         for k, (item, grp) in enumerate(part.groupby("item", sort=False)):
             ax.plot(grp["value"], grp["switch"].map(ypos), marker="os^Dv<>"[k % 7], ls="none",
-                    color=f"C{k % 10}", label=item or None)
+                    color=f"C{k % 10}", label=_shown(item) if item else None)
         ax.set_yticks(list(ypos.values()), [s if s in ("published", "paper") else f"{s} -> paper"
                                              for s in ypos], fontsize=7)
         ax.axhline(-0.5, color="0.6", lw=0.8)
@@ -276,7 +341,7 @@ def plot_ablation(table: pd.DataFrame, metric: str = "label_mse") -> plt.Figure:
         if "MSE" in quantity:
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.set_title(name, fontsize=10)
+        ax.set_title(_shown(name), fontsize=10)
         ax.set_xlabel(quantity)
         ax.grid(alpha=0.3, which="both", axis="x")
         if part["item"].str.len().gt(0).any():
@@ -297,9 +362,47 @@ def ablation_means(table: pd.DataFrame) -> pd.DataFrame:
 # Tables (I-III)
 
 
+#: The rows of GTV Table I and of the covariance table (Sec. IX-B1), in the paper's order.
+TABLE1_ROWS = ("l1", "ifca", "fedavg", "pooled_linear", "pooled_tree")
+COVARIANCE_ROWS = ("l1", "nlasso", "mocha", "fedavg", "pooled_linear", "pooled_tree")
+#: The columns of both tables: metric -> heading.
+TABLE_COLUMNS = {
+    "label_mse": "label MSE (all nodes)",
+    "label_mse_sampled": "label MSE (nodes in M)",
+    "label_mse_unsampled": "label MSE (nodes outside M)",
+    "parameter_mse": "parameter MSE (39)",
+}
+
+
+def _round(x: float, digits: int = 3) -> float:
+    return float(f"{x:.{digits}g}") if np.isfinite(x) else x
+
+
+def _method_table(table: pd.DataFrame, rows: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
+    """A linear target's methods as a table: one row per (variant,) method in the order
+    ``rows`` (display names), for each metric its mean and standard deviation over the seeds
+    (3 significant digits; empty where a method has no such metric, e.g. a tree's parameters)
+    and the number of seeds."""
+    data = _rows_by_method(table)
+    data = data[data["metric"].isin(metrics) & data["method"].isin(rows)]
+    keys = (["variant"] if "variant" in data else []) + ["method"]
+    stats = data.groupby([*keys, "metric"])["value"].agg(["mean", "std"]).unstack("metric")
+    stats = stats.swaplevel(axis=1).reindex(columns=pd.MultiIndex.from_product([list(metrics), ["mean", "std"]]))
+    stats.columns = pd.MultiIndex.from_tuples([(TABLE_COLUMNS.get(m, m), "sd" if k == "std" else k)
+                                               for m, k in stats.columns])
+    stats = stats.map(_round)
+    stats[("seeds", "")] = data.groupby(keys)["seed"].nunique()
+    order = {m: k for k, m in enumerate(rows)}
+    variants = {v: k for k, v in enumerate(_variant_order(table))}
+    stats = stats.sort_index(key=lambda idx: idx.map(order if idx.name == "method" else variants))
+    return stats.rename(index=lambda m: METHOD_NAMES.get(m, m), level="method")
+
+
 def highdim_sbm(table: pd.DataFrame) -> pd.DataFrame:
-    """GTV Table I: label MSE (all, in M, the others) and parameter MSE, mean ± std."""
-    return summary_table(table, ["label_mse", "label_mse_sampled", "label_mse_unsampled", "parameter_mse"])
+    """GTV Table I: label MSE (all nodes, in M, the others) and parameter MSE (39), mean and sd
+    over the seeds, rows in the paper's order, per variant."""
+    return _method_table(table, TABLE1_ROWS, ["label_mse", "parameter_mse", "label_mse_sampled",
+                                             "label_mse_unsampled"])
 
 
 def mnist_clusters(table: pd.DataFrame) -> pd.DataFrame:
@@ -311,8 +414,9 @@ def mnist_clusters(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def covariance_errors(table: pd.DataFrame) -> pd.DataFrame:
-    """GTV Sec. IX-B1: label MSE on M and off it, and the parameter MSE, mean ± std."""
-    return summary_table(table, ["label_mse_sampled", "label_mse_unsampled", "parameter_mse"])
+    """GTV Sec. IX-B1 (the covariance table): label MSE on M and off it, and the parameter MSE
+    (39), mean and sd over the seeds, rows in the paper's order, per variant."""
+    return _method_table(table, COVARIANCE_ROWS, ["label_mse_sampled", "label_mse_unsampled", "parameter_mse"])
 
 
 def covariances(table: pd.DataFrame) -> pd.DataFrame:

@@ -55,11 +55,14 @@ __all__ = [
     "BASELINES",
     "GRAPH_BUILDERS",
     "OPTIONS",
+    "GRAPH_KEYS",
+    "METHOD_NAMES",
     "Instance",
     "build_instance",
     "grid_points",
     "n_iter_for",
     "run_gtv_linear",
+    "shared_rng",
 ]
 
 Params = Mapping[str, Any]
@@ -292,12 +295,51 @@ BASELINES: dict[str, Baseline] = {
 }
 
 
+#: Display names of the rows of every linear target (Alg. 1 by its penalty, the baselines by
+#: their ``method``), for the claims, figures and tables.
+METHOD_NAMES: dict[str, str] = {
+    "l1": "Alg. 1 (l1)",
+    "nlasso": "Alg. 1 (nLasso)",
+    "mocha": "MOCHA",
+    "ifca": "IFCA",
+    "fedavg": "FedAvg",
+    "fedavg_clusters": "FedAvgC",
+    "oracle": "cluster oracle",
+    "pooled_linear": "pooled linear regression",
+    "pooled_tree": "pooled tree",
+}
+
+
 def _baseline_records(inst: Instance, params: Params, seed: int, rng: np.random.Generator):
     records: list[dict[str, Any]] = []
     for method in (m for m in params.get("methods", []) if m != "primal_dual"):
         predictions, weights = BASELINES[method](inst, params, rng)
         records += _records(inst, seed, method, "none", np.nan, _metrics(inst, predictions, weights))
     return records
+
+
+#: Grid keys that are parameters of the empirical graph (:data:`GRAPH_BUILDERS`); the others
+#: (M, sigma) leave it unchanged.
+GRAPH_KEYS = frozenset({"eps", "p_in", "p_out", "cluster_size", "cluster_sizes", "n_clusters", "size_c2"})
+
+
+def shared_rng(params: Params, kind: str, point: Mapping[str, Any], base_seed: int,
+               experiment_id: str) -> np.random.Generator | None:
+    """The stream of a draw shared by every repetition (option ``<kind>_draw`` is
+    ``per_grid_point``), or ``None`` (the draw is the repetition's own).
+
+    The data are shared per grid point.  The graph is shared per value of the graph's own
+    parameters (:data:`GRAPH_KEYS`): one graph per p_out for every M and noise level, as the
+    notebooks' networkx SBM with ``seed=0`` gives.  Its key is the grid point with every other
+    key at its grid's first value, so that a grid with one value of each (Table I, Fig. 2, the
+    covariance table, Fig. 11) keeps the stream it always had.
+    """
+    if option(params, f"{kind}_draw") != "per_grid_point":
+        return None
+    if kind == "graph":
+        grid = params["grid"]
+        point = {k: (v if k in GRAPH_KEYS else grid[k][0]) for k, v in point.items()}
+    return rng_for(base_seed, experiment_id, 0, "shared", kind, point)
 
 
 def linear_settings(params: Params) -> list[str]:
@@ -315,14 +357,9 @@ def run_gtv_linear(
     points = grid_points(params)
     rngs = [rng_for(base_seed, experiment_id, seed, point) for point in points]
 
-    def shared(kind: str, point: Mapping[str, Any]) -> np.random.Generator | None:
-        # a stream without the repetition seed: the same draw in every repetition
-        if option(params, f"{kind}_draw") == "per_grid_point":
-            return rng_for(base_seed, experiment_id, 0, "shared", kind, point)
-        return None
-
-    instances = [build_instance(params, point, rng, graph_rng=shared("graph", point),
-                                data_rng=shared("data", point))
+    instances = [build_instance(params, point, rng,
+                                graph_rng=shared_rng(params, "graph", point, base_seed, experiment_id),
+                                data_rng=shared_rng(params, "data", point, base_seed, experiment_id))
                  for point, rng in zip(points, rngs, strict=True)]
     records: list[dict[str, Any]] = []
     if setting == BASELINES_SETTING:
