@@ -14,8 +14,16 @@ i.e. as soon as ``u`` is *dual feasible*:
   docstring): the corrected ``u`` has zero flow at every node without data;
 * **nodes with data**: ``L_i^*`` of the squared error is finite where ``(D^T u)_i`` lies
   in the range of ``X_i^T X_i``: everywhere when the node has at least ``d`` samples in
-  general position; with fewer (rank-deficient local data, GTV Table I) the dual is
-  ``-inf`` at almost every ``u`` and the gap is reported as ``inf`` (no certificate);
+  general position.  With fewer (rank-deficient local data, GTV Table I and Fig. 2) it is
+  finite only on that range; the iterates' flows approach it (their component outside it is
+  the prox step's motion, which vanishes), and
+  :meth:`~networkedfl.gtv.SquaredErrorLoss.conjugate` accepts a component up to
+  ``feasibility_tol * (1 + ||.||)`` (1e-9) as round-off.  Such a gap is ``inf`` until the
+  iterates settle that far, and then an *approximate* certificate: the accepted component
+  ``eps_i`` shifts the bound by up to ``eps_i`` times the size of the optimal ``w_i``
+  outside the range, which no routing removes (every node of such a problem has a null
+  space), so there it is not a rigorous bound at relative accuracies near ``n * 1e-9 /
+  objective``;
 * **the penalty**: ``(r_e phi)^*`` is the indicator of ``||u_e||_inf <= r_e`` for
   ``l1``, of ``||u_e||_2 <= r_e`` for ``nlasso``, and ``||u_e||^2 / (4 r_e)`` for
   ``mocha`` (finite everywhere when ``r_e > 0``; ``u_e = 0`` where ``r_e = 0``).  After the

@@ -508,7 +508,8 @@ def gtv_primal_dual(
         the gap is at most ``gap_tol``, or the relative gap ``gap / max(|primal|, |dual|)``
         is at most ``rel_gap_tol``.  Both are certificates: the gap bounds
         ``objective(w) - optimum`` and a relative gap ``g`` bounds it by ``g *
-        objective(w)``.  Without either, the method runs ``n_iter`` iterations.
+        objective(w)`` (approximately where nodes hold fewer samples than features, see
+        :mod:`networkedfl.gtv._gap`).  Without either, the method runs ``n_iter`` iterations.
     gap_every
         Iterations between evaluations of the gap; default 10 for ``"pdhg"`` and
         :data:`~networkedfl.gtv._restarted.GAP_EVERY` for ``"restarted"``.
