@@ -63,7 +63,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_primal_dual import THREAD_VARS, _blas_info, _limit_threads, _numba_version  # noqa: E402
+from bench_primal_dual import (  # noqa: E402
+    THREAD_VARS,
+    _blas_info,
+    _limit_threads,
+    _maxrss_mib,
+    _numba_version,
+)
 
 SIZES, QUICK_SIZES = (200, 2000, 20_000), (200,)
 LAMS, QUICK_LAMS = (0.001, 0.01, 0.1, 0.3), (0.001, 0.3)
@@ -152,6 +158,7 @@ def run_ours(cell: dict) -> dict:
                     "rel_gap": after.rel_gap, "gap": after.gap, "primal_weight": after.primal_weight,
                     "objective": gtv_objective(graph, loss, penalty, lam, after.weights)}
     out["lower"] = out["after"]["objective"] - after.gap  # certified: <= the optimum
+    out["rss_mib"] = _maxrss_mib()  # peak of this process: imports, problem, solves
     if cell["before"]:
         t = time.perf_counter()
         before = solve("pdhg", cell["before_max_iter"])
@@ -333,6 +340,10 @@ def summary(rows: list[dict]) -> list[str]:
             worst = max(solve, key=lambda r: r["ratio_solve"])
             lines.append(f"after / Clarabel's own solve time: largest {worst['ratio_solve']:.3f} (n = {worst['nodes']}, "
                          f"{worst['unlabelled']:.0%}, lambda = {worst['lam']:g})")
+    for n in sorted({r["nodes"] for r in rows}):
+        peaks = [r["ours"]["rss_mib"] for r in rows if r["nodes"] == n and "rss_mib" in r["ours"]]
+        if peaks:
+            lines.append(f"n = {n}: peak RSS of the process of ours (imports, problem, all solves) at most {max(peaks):.0f} MiB")
     reached = [r for r in rows if "cvxpy_excess" in r]
     if reached:
         ok = sum(r["cvxpy_excess"] <= TOL for r in reached)
