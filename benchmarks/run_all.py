@@ -22,6 +22,10 @@ section of ``benchmarks/README.md``):
   its default sizes); its table's time columns (``ms/iter`` and, where the script prints
   them, the sparse-product, ratio and bandwidth columns) are parsed loosely, and its lines
   that mention the sparse products, a ratio or the bandwidth are shown verbatim;
+* **GTV solver to a certified gap**: ``bench_gtv_solver.py`` run as a subprocess (``--quick``:
+  n = 200, lambda 0.001 and 0.3; full mode: n = 200 and 2,000, the four lambda values of its
+  grid), its ``--json`` rows shown as iterations of the fixed-step and the restarted method
+  and the times of the restarted method and of cvxpy + Clarabel, with their ratio;
 * **time per target of a reproduction**, from the job logs of a Snakemake run in
   ``--workdir`` (default: the repository root): every job log under
   ``logs/run/<target>/`` and ``logs/tuning/<target>/`` starts and ends with a timestamped
@@ -61,7 +65,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 BEGIN_MARKER = "<!-- benchmarks:begin -->"
 END_MARKER = "<!-- benchmarks:end -->"
-SECTIONS = ("loops", "trees", "fedavg_scale", "primal_dual", "logs")
+SECTIONS = ("loops", "trees", "fedavg_scale", "primal_dual", "gtv_solver", "logs")
 #: bench_fedavg_scale.py's cases in run_all's full mode (the script alone also runs 10 % of 10^5)
 FEDAVG_SCALE_CASES = ("100", "1e3", "1e4", "1e5:0.01")
 
@@ -371,6 +375,62 @@ def run_primal_dual(quick: bool, timeout: float) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
+# GTV solver: bench_gtv_solver.py as a subprocess, its JSON rows
+# ---------------------------------------------------------------------------------------
+
+#: bench_gtv_solver.py's arguments: the full grid's 20,000 nodes take cvxpy long (see
+#: benchmarks/README.md); run the script itself for them.
+GTV_SOLVER_ARGS = {True: ["--quick"], False: ["--sizes", "200,2000"]}
+
+
+def run_gtv_solver(quick: bool, timeout: float) -> dict:
+    """bench_gtv_solver.py's rows (``--json``) in a compact form, or the error."""
+    import tempfile
+
+    args = GTV_SOLVER_ARGS[quick]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rows.json"
+        cmd = [sys.executable, str(HERE / "bench_gtv_solver.py"), *args, "--json", str(path)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+        except subprocess.TimeoutExpired:
+            return {"args": args, "error": f"timed out after {timeout:.0f} s", "rows": []}
+        if proc.returncode != 0 or not path.exists():
+            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+            return {"args": args, "error": f"exit code {proc.returncode}: {tail}", "rows": []}
+        data = json.loads(path.read_text(encoding="utf-8"))
+    return {"args": args, "skip_cvxpy": data["skip_cvxpy"], "rows": [_solver_row(r) for r in data["rows"]]}
+
+
+def _solver_row(row: dict) -> dict:
+    ours, cvx = row["ours"], row.get("cvxpy", {})
+    out = {"nodes": row["nodes"], "unlabelled": row["unlabelled"], "lam": row["lam"]}
+    if "after" not in ours:
+        return {**out, "error": ours.get("error") or f"timed out after {ours.get('timeout')} s"}
+    out.update(after_iters=ours["after"]["iters"], after_s=ours["after"]["seconds"],
+               restarts=ours["after"]["restarts"], before_iters=ours.get("before", {}).get("iters"))
+    if "seconds" in cvx:
+        out.update(cvxpy_s=cvx["seconds"], ratio=row["ratio_total"], cvxpy_excess=row["cvxpy_excess"])
+    elif "timeout" in cvx:
+        out.update(cvxpy_timeout=cvx["timeout"], ratio_bound=row["ratio_total"])
+    return out
+
+
+def _solver_cells(r: dict) -> list[str]:
+    head = [str(r["nodes"]), f"{r['unlabelled']:.0%}", f"{r['lam']:g}"]
+    if "error" in r:
+        return [*head, f"error: {r['error']}", "", "", "", ""]
+    before = "" if r["before_iters"] is None else str(r["before_iters"])
+    if "cvxpy_s" in r:
+        cvx, ratio = f"{_ms(r['cvxpy_s'])} ms", f"{r['ratio']:.3f}"
+    elif "cvxpy_timeout" in r:
+        cvx, ratio = f"> {r['cvxpy_timeout']:.0f} s", f"< {r['ratio_bound']:.3f}"
+    else:
+        cvx, ratio = "-", "-"
+    return [*head, before, f"{r['after_iters']} ({r['restarts']})", f"{_ms(r['after_s'])} ms", cvx, ratio]
+
+
+# ---------------------------------------------------------------------------------------
 # Machine, text and Markdown
 # ---------------------------------------------------------------------------------------
 
@@ -504,6 +564,21 @@ def render(results: dict, markdown: bool) -> str:
                     else ["  " + line.strip() for line in pd["lines"]])
             out.append("")
 
+    if "gtv_solver" in results:
+        gs = results["gtv_solver"]
+        title = f"GTV solver to a certified relative gap of 1e-6 (bench_gtv_solver.py {' '.join(gs['args'])})"
+        out += [f"**{title}**" if markdown else title + ":", ""]
+        if gs.get("error"):
+            out += [f"error: {gs['error']}", ""]
+        if gs.get("skip_cvxpy"):
+            out += [gs["skip_cvxpy"], ""]
+        if gs["rows"]:
+            head = ["nodes", "without data", "lambda", "iterations, fixed steps", "iterations (restarts), restarted",
+                    "restarted", "cvxpy + Clarabel", "restarted / cvxpy"]
+            out += table(head, [_solver_cells(r) for r in gs["rows"]])
+            out += ["", "One SBM per node count (bench_gtv_solver.py's docstring); each method stops on its own "
+                    "rule; times of whole calls, one thread.", ""]
+
     if "logs" in results:
         lg = results["logs"]
         where = lg["workdir_label"]
@@ -616,6 +691,9 @@ def collect(args: argparse.Namespace) -> dict:
     if "primal_dual" in only:
         print("... bench_primal_dual.py", file=sys.stderr, flush=True)
         results["primal_dual"] = run_primal_dual(args.quick, args.timeout)
+    if "gtv_solver" in only:
+        print("... bench_gtv_solver.py", file=sys.stderr, flush=True)
+        results["gtv_solver"] = run_gtv_solver(args.quick, args.timeout)
     if "logs" in only:
         results["logs"] = {
             "workdir": str(args.workdir),
@@ -640,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run only these parts")
     parser.add_argument("--timeout", type=float, default=1800.0,
-                        help="seconds allowed for bench_primal_dual.py (default 1800)")
+                        help="seconds allowed for bench_primal_dual.py and for bench_gtv_solver.py (default 1800)")
     args = parser.parse_args(argv)
     if args.markdown is not None:  # fail on a file without markers before measuring
         replace_section(args.markdown.read_text(encoding="utf-8"), "", str(args.markdown))

@@ -251,3 +251,63 @@ def test_fedavg_scale_measures_the_library_the_loop_and_the_bar(run_all, tmp_pat
     broken = run_all.render({"quick": True, "fedavg_scale": {"error": "boom"}, "machine": run_all.machine(),
                              "elapsed_s": 1.0}, markdown=False)
     assert "error: boom" in broken
+
+
+@pytest.fixture(scope="module")
+def bench_gtv_solver():
+    yield from _script_module("benchmarks_bench_gtv_solver", RUN_ALL.parent / "bench_gtv_solver.py")
+
+
+@pytest.mark.parametrize("penalty", ["nlasso", "l1", "mocha"])
+@pytest.mark.parametrize("unlabelled", [0.0, 0.4])
+def test_cvxpy_writes_the_same_objective_as_the_package(bench_gtv_solver, penalty, unlabelled):
+    """bench_gtv_solver.py compares solvers on one objective: cvxpy's expression at any W is
+    gtv_objective(W) (nodes without data contribute through the penalty only)."""
+    pytest.importorskip("cvxpy")
+    import numpy as np
+
+    from networkedfl.gtv import gtv_objective
+
+    graph, loss = bench_gtv_solver.make_problem(30, unlabelled, 3)
+    problem, w = bench_gtv_solver.cvxpy_problem(graph, loss, penalty, 0.07)
+    w.value = np.random.default_rng(0).standard_normal(w.shape)
+    assert problem.objective.value == pytest.approx(gtv_objective(graph, loss, penalty, 0.07, w.value), rel=1e-12)
+
+
+def test_gtv_solver_problem_shares_graph_and_data_across_fractions(bench_gtv_solver):
+    import numpy as np
+
+    full_graph, full = bench_gtv_solver.make_problem(200, 0.0, 5)
+    part_graph, part = bench_gtv_solver.make_problem(200, 0.4, 5)
+    assert np.array_equal(full_graph.edges, part_graph.edges) and full.mask.all()
+    assert np.array_equal(full.data.features, part.data.features) and part.mask.sum() == 120
+
+
+def test_gtv_solver_says_when_cvxpy_is_missing(bench_gtv_solver, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "clarabel" else real(name, *a))
+    assert "clarabel not installed (pip install -e '.[bench]')" in bench_gtv_solver.cvxpy_missing()
+
+
+def test_gtv_solver_section_renders_rows_bounds_and_errors(run_all):
+    """run_all's rendering of bench_gtv_solver.py's JSON rows: a timed cell with its ratio, a
+    cvxpy cell that hit the time limit (a bound), a cell whose own run failed."""
+    rows = [
+        {"nodes": 200, "unlabelled": 0.4, "lam": 0.001, "penalty": "nlasso",
+         "ours": {"after": {"iters": 152, "seconds": 0.064, "restarts": 10}, "before": {"iters": 5590}},
+         "cvxpy": {"seconds": 0.593, "solve_seconds": 0.4}, "ratio_total": 0.108, "cvxpy_excess": 5e-7},
+        {"nodes": 20000, "unlabelled": 0.0, "lam": 0.3, "penalty": "nlasso",
+         "ours": {"after": {"iters": 72, "seconds": 1.5, "restarts": 6}},
+         "cvxpy": {"timeout": 600.0}, "ratio_total": 0.0025},
+        {"nodes": 2000, "unlabelled": 0.0, "lam": 0.1, "penalty": "nlasso", "ours": {"error": "boom"}},
+    ]
+    compact = [run_all._solver_row(r) for r in rows]
+    text = run_all.render({"quick": True, "elapsed_s": 1.0, "machine": run_all.machine(),
+                           "gtv_solver": {"args": ["--quick"], "skip_cvxpy": None, "rows": compact}},
+                          markdown=True)
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    assert lines[1].split(" | ")[3:] == ["5590", "152 (10)", "64 ms", "593 ms", "0.108 |"]
+    assert "> 600 s" in lines[2] and "< 0.003" in lines[2]
+    assert "error: boom" in lines[3]

@@ -3,7 +3,8 @@
 The GTV paper (SarcheshmehPour, Tian, Zhang & Jung, "Clustered federated learning via
 generalized total variation minimization") in NumPy/SciPy only: the clustered noisy
 linear model (eq. (37)), local losses with their proximal operators, GTV penalties with
-the proximal operators of their conjugates, the primal-dual method (Algorithm 1), the
+the proximal operators of their conjugates, the primal-dual method (Algorithm 1; with
+adaptive restarts, a certified stopping rule and warm starts along a lambda path), the
 metrics (eq. (39)), the GTV-form FedAvg (eq. (32)) and pooled baselines, and the
 scikit-learn style :class:`GTVRegressor` (loaded on first use: it imports scikit-learn).
 """
@@ -20,6 +21,7 @@ from ._data import (
 )
 from ._losses import REDUCTIONS, LocalLoss, SquaredErrorLoss
 from ._metrics import label_mse, linear_predictions, parameter_mse, per_node_parameter_error
+from ._path import LambdaPath, gtv_lambda_path
 from ._penalties import (
     MOCHA_DUAL_STEPS,
     PENALTIES,
@@ -43,6 +45,7 @@ from ._primal_dual import (
     DEFAULT_SIGMA,
     DUAL_UPDATES,
     KERNELS,
+    METHODS,
     FeasibleDualMap,
     HistoryRecorder,
     IterationState,
@@ -52,6 +55,7 @@ from ._primal_dual import (
     gtv_objective,
     gtv_primal_dual,
     primal_dual_gap,
+    relative_gap,
 )
 from ._proximal_fedavg import fedavg_proximal
 
@@ -69,6 +73,7 @@ __all__ = [
     "FeasibleDualMap",
     "fedavg_proximal",
     "get_penalty",
+    "gtv_lambda_path",
     "gtv_objective",
     "gtv_primal_dual",
     "GTVRegressor",
@@ -76,10 +81,12 @@ __all__ = [
     "IterationState",
     "L1Penalty",
     "label_mse",
+    "LambdaPath",
     "LABEL_NOISE",
     "linear_model_data",
     "linear_predictions",
     "LocalLoss",
+    "METHODS",
     "MOCHA_DUAL_STEPS",
     "mocha_lambda_factor",
     "MochaPenalty",
@@ -99,6 +106,7 @@ __all__ = [
     "primal_dual_gap",
     "PrimalDualResult",
     "REDUCTIONS",
+    "relative_gap",
     "row_norms",
     "sampling_mask",
     "scale_mocha",

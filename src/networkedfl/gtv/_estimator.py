@@ -46,8 +46,14 @@ class GTVRegressor(RegressorMixin, BaseEstimator):
     n_iter
         Maximum number of primal-dual iterations.
     gap_tol
-        Stop once the primal-dual gap (34) is at most this (checked every 10 iterations);
-        ``None``: run ``n_iter`` iterations.
+        Stop once the certified primal-dual gap (34) is at most this.
+    method
+        ``"restarted"`` (default): Algorithm 1 with adaptive restarts, primal weight and step
+        scale; ``"pdhg"``: with the paper's fixed steps (:func:`~networkedfl.gtv.gtv_primal_dual`).
+    rel_gap_tol
+        Stop once the certified relative gap ``gap / objective`` is at most this (default
+        1e-6: the objective within 1e-6 of the optimum, relatively); with neither tolerance
+        the method runs ``n_iter`` iterations.
 
     Attributes
     ----------
@@ -56,15 +62,18 @@ class GTVRegressor(RegressorMixin, BaseEstimator):
     n_iter_
         Iterations run.
     gap_
-        Last primal-dual gap evaluated (NaN without ``gap_tol``).
+        Last certified primal-dual gap evaluated (NaN without a tolerance).
     """
 
-    def __init__(self, lam: float = 1.0, penalty: str = "nlasso", n_iter: int = 1000,
-                 gap_tol: float | None = None) -> None:
+    def __init__(self, lam: float = 1.0, penalty: str = "nlasso", n_iter: int = 10_000,
+                 gap_tol: float | None = None, method: str = "restarted",
+                 rel_gap_tol: float | None = 1e-6) -> None:
         self.lam = lam
         self.penalty = penalty
         self.n_iter = n_iter
         self.gap_tol = gap_tol
+        self.method = method
+        self.rel_gap_tol = rel_gap_tol
 
     def fit(self, graph: GraphLike, X: Any, y: Any, mask: np.ndarray | None = None) -> GTVRegressor:
         """Fit every node's weights on ``graph`` (an ``EmpiricalGraph``, a networkx graph
@@ -75,7 +84,8 @@ class GTVRegressor(RegressorMixin, BaseEstimator):
         if not np.isfinite(self.lam) or self.lam < 0:
             raise ValueError(f"lam must be finite and non-negative, got {self.lam!r}")
         result = gtv_primal_dual(graph, SquaredErrorLoss(data, mask=mask), self.penalty, float(self.lam),
-                                 self.n_iter, gap_tol=self.gap_tol)
+                                 self.n_iter, gap_tol=self.gap_tol, method=self.method,
+                                 rel_gap_tol=self.rel_gap_tol)
         self.weights_ = result.weights
         self.n_iter_ = result.n_iter
         self.gap_ = result.gap

@@ -162,6 +162,17 @@ class Penalty(Protocol):
         """Largest ``theta`` in ``[0, 1]`` such that ``theta * u`` lies in the domain of ``g*``."""
 
 
+def _row_max_abs(u: np.ndarray) -> np.ndarray:
+    """``max_k |u_ek|`` of every row (0 for rows of length 0): column by column for short
+    rows (numpy's reduction over rows of a few entries runs its inner loop once per row)."""
+    if u.shape[1] == 0 or u.shape[1] > 8:
+        return np.abs(u).max(axis=1, initial=0.0)
+    out = np.abs(u[:, 0])
+    for k in range(1, u.shape[1]):  # over the coordinates, not over the edges
+        np.maximum(out, np.abs(u[:, k]), out=out)
+    return out
+
+
 def _ball_scale(norms: np.ndarray, radius: np.ndarray) -> float:
     """``min(1, min_e radius_e / norms_e)`` over the edges with ``norms_e > 0``."""
     nonzero = norms > 0
@@ -205,10 +216,10 @@ class L1Penalty:
         return prox
 
     def conjugate(self, u, radius, tol=1e-9):
-        return _indicator(np.abs(u).max(axis=1, initial=0.0), radius, tol)
+        return _indicator(_row_max_abs(u), radius, tol)
 
     def feasible_scale(self, u, radius):
-        return _ball_scale(np.abs(u).max(axis=1, initial=0.0), np.asarray(radius, float))
+        return _ball_scale(_row_max_abs(u), np.asarray(radius, float))
 
 
 @dataclass(frozen=True)
@@ -216,7 +227,7 @@ class NLassoPenalty:
     name: str = "nlasso"
 
     def value(self, v, radius):
-        return radius * np.linalg.norm(v, axis=1)
+        return radius * row_norms(v)
 
     def dual_prox(self, z, step, radius):
         return clip_vector(z, radius)
@@ -233,10 +244,10 @@ class NLassoPenalty:
         return prox
 
     def conjugate(self, u, radius, tol=1e-9):
-        return _indicator(np.linalg.norm(u, axis=1), radius, tol)
+        return _indicator(row_norms(u), radius, tol)
 
     def feasible_scale(self, u, radius):
-        return _ball_scale(np.linalg.norm(u, axis=1), np.asarray(radius, float))
+        return _ball_scale(row_norms(u), np.asarray(radius, float))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,14 @@ Two implementations of the edge work, chosen by ``kernel`` of :func:`gtv_primal_
   bit-identical to the NumPy path (same floating-point operations in the same order).
   At 10^5 nodes and 10^6 edges (``d = 2``, nLasso) an iteration then costs less than scipy's
   two products ``D @ x`` and ``D.T @ y`` alone (``benchmarks/bench_primal_dual.py``).
+
+Two methods, chosen by ``method``: ``"pdhg"`` (default) runs the iteration with the fixed
+steps, as the paper and the authors' code do (and the notebooks' variants of it, which
+``prox_tau`` and ``dual_update`` select); ``"restarted"`` runs the same iteration with
+adaptive restarts, primal weight and step scale (:mod:`networkedfl.gtv._restarted`), to
+the same fixed points in far fewer iterations.  Either stops, when asked to, on the
+certified primal-dual gap (:mod:`networkedfl.gtv._gap`); :func:`~networkedfl.gtv.gtv_lambda_path`
+solves a grid of ``lambda`` values with warm starts.
 """
 
 from __future__ import annotations
@@ -41,10 +49,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse.linalg import splu
 
 from ..graphs import EmpiricalGraph, GraphError, GraphLike, as_graph
 from ..progress import show_progress, tqdm
+from ._gap import (
+    FeasibleDualMap,
+    _Certificate,
+    _edge_radius,
+    _GapStop,
+    gtv_objective,
+    primal_dual_gap,
+    relative_gap,
+)
 from ._losses import LocalLoss
 from ._penalties import (
     L1Penalty,
@@ -59,6 +75,7 @@ from ._penalties import (
 __all__ = [
     "DUAL_UPDATES",
     "KERNELS",
+    "METHODS",
     "FeasibleDualMap",
     "HistoryRecorder",
     "IterationState",
@@ -68,6 +85,7 @@ __all__ = [
     "gtv_objective",
     "gtv_primal_dual",
     "primal_dual_gap",
+    "relative_gap",
 ]
 
 #: Dual step size of the authors' code; with tau_i = 1/deg_i it gives
@@ -81,6 +99,10 @@ DUAL_UPDATES = ("extrapolated", "doubled_difference")
 
 #: Values of ``kernel`` in :func:`gtv_primal_dual`.
 KERNELS = ("auto", "numba", "numpy")
+
+#: Values of ``method`` in :func:`gtv_primal_dual`: Algorithm 1 with fixed steps, or with
+#: adaptive restarts, primal weight and step scale (:mod:`networkedfl.gtv._restarted`).
+METHODS = ("pdhg", "restarted")
 
 #: The penalties with a fused kernel (the classes themselves: a subclass may change the prox).
 _KERNEL_PENALTIES = {L1Penalty: "l1", NLassoPenalty: "nlasso", MochaPenalty: "mocha"}
@@ -239,6 +261,78 @@ class _FusedIteration:
         return out
 
 
+def _layout(d: int) -> str:
+    """``"F"`` (column-major) where the iteration takes products one coordinate at a time
+    (``d <= COLUMNWISE_MAX_DIM`` except the ``d = 2`` pairs), else ``"C"``."""
+    return "F" if d != 2 and d <= COLUMNWISE_MAX_DIM else "C"
+
+
+class _Iteration:
+    """Steps 2-8 of Algorithm 1 for fixed step sizes: each :meth:`step` is one iteration.
+
+    Everything that does not depend on the iterates is prepared once: the prox operator for
+    ``prox_tau`` (default ``tau``), the reused buffers, and either the fused kernels' state
+    (:class:`_FusedIteration`, which holds ``D^T u`` of the ``u`` given here and of every
+    dual iterate it computes: pass it the ``u`` it returned last) or the NumPy path's
+    transposed incidence, gathers and dual prox.
+    """
+
+    def __init__(self, graph: EmpiricalGraph, loss: LocalLoss, penalty: Penalty, radius: np.ndarray,
+                 tau: np.ndarray, sigma: np.ndarray, prox_tau: np.ndarray | None,
+                 extrapolation: float, kernels, u: np.ndarray):
+        d = u.shape[1]
+        pairs = d == 2  # rows as complex numbers, see _pair_view
+        self.columnwise = columnwise = not pairs and d <= COLUMNWISE_MAX_DIM
+        self.layout = layout = _layout(d)
+        self.extrapolation = extrapolation
+        self.prox = loss.prox_operator(tau if prox_tau is None else prox_tau)
+        self.neg_tau = neg_tau = -tau
+        uniform_sigma = sigma.size > 0 and bool(np.all(sigma == sigma[0]))
+        self.v = np.empty((graph.n_nodes, d), order=layout)  # 2 w_new - w (never handed out)
+        if kernels is not None:
+            self.fused = _FusedIteration(kernels, graph, u, neg_tau, sigma, uniform_sigma, penalty,
+                                         radius, extrapolation, scipy_difference=d > COLUMNWISE_MAX_DIM,
+                                         layout=layout)
+            return
+        self.fused = None
+        self.incidence = incidence = graph.incidence
+        # D^T: for one coordinate at a time a CSR copy (gather per node) is fastest; for rows
+        # of a C-order array the CSC view (no copy), which streams over the edges and scatters.
+        self.incidence_t = incidence.T.tocsr() if columnwise else incidence.T
+        self.sigma_col = sigma[0] if uniform_sigma else sigma[:, None]  # scalar: no broadcast
+        # z = u + Sigma D v: two gathers per coordinate up to COLUMNWISE_MAX_DIM, else scipy
+        self.gathers = _IncidenceGathers(graph, sigma, uniform_sigma, pairs) if d <= COLUMNWISE_MAX_DIM else None
+        operator = getattr(penalty, "dual_prox_operator", None)
+        self.dual_prox = operator(sigma, radius) if operator is not None else (
+            lambda z: penalty.dual_prox(z, sigma, radius))
+
+    def step(self, w: np.ndarray, u: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One iteration from ``(w, u)``: ``(w_new, u_new)``, the dual written to ``out``
+        (``u`` itself to work in place, or a fresh array); ``w_new`` is always a new array."""
+        v, extrapolation = self.v, self.extrapolation
+        if self.fused is not None:  # the same steps in one pass over the edges (_kernels)
+            w_new = self.prox(self.fused.primal_argument(w))  # steps 2-4
+            return w_new, self.fused.dual_step(u, w_new, w, v, out=out)  # steps 5-8, and D^T u
+        # steps 2-3: w_hat = w - T D^T u (a fresh array, scaled in place)
+        w_hat = _sparse_product(self.incidence_t, u, self.columnwise)
+        scale_rows(w_hat, self.neg_tau, out=w_hat)
+        np.add(w_hat, w, out=w_hat)
+        w_new = self.prox(w_hat)  # step 4
+        # steps 5-8: u = prox_{Sigma g*}(u + Sigma D (2 w_new - w))
+        np.multiply(w_new, 2.0, out=v)
+        np.subtract(v, w if extrapolation == 1.0 else extrapolation * w, out=v)
+        if self.gathers is not None:
+            self.gathers(u, v, out=out)
+        else:
+            product = self.incidence @ v
+            product *= self.sigma_col
+            np.add(product, u, out=out)
+        u_new = self.dual_prox(out)
+        if not (u_new.flags.f_contiguous if self.columnwise else u_new.flags.c_contiguous):
+            u_new = np.array(u_new, order=self.layout)  # a penalty without the operator changed the layout
+        return w_new, u_new
+
+
 @dataclass(frozen=True)
 class IterationState:
     """What the history hook sees after each iteration (arrays must not be modified)."""
@@ -261,9 +355,18 @@ class PrimalDualResult:
     n_iter
         Iterations carried out.
     gap
-        Last primal-dual gap (eq. (34)) if it was evaluated, else ``nan``.
+        Last primal-dual gap (eq. (34)) if it was evaluated, else ``nan``: a certified upper
+        bound on ``objective(weights) - optimum`` (:mod:`networkedfl.gtv._gap`).
     converged
-        Whether the gap stopping rule was met.
+        Whether the gap stopping rule (``gap_tol`` or ``rel_gap_tol``) was met.
+    rel_gap
+        Last relative gap ``gap / max(|primal|, |dual|)`` if it was evaluated, else ``nan``.
+    n_restarts
+        Restarts of ``method="restarted"`` (0 for ``"pdhg"``).
+    primal_weight
+        The primal weight ``omega`` at the end (steps ``tau / omega`` and ``sigma * omega``
+        relative to the base steps; 1 for ``"pdhg"``): pass it back as ``primal_weight``
+        to warm-start a related problem.
     """
 
     weights: np.ndarray
@@ -271,6 +374,9 @@ class PrimalDualResult:
     n_iter: int
     gap: float = float("nan")
     converged: bool = False
+    rel_gap: float = float("nan")
+    n_restarts: int = 0
+    primal_weight: float = 1.0
 
 
 @dataclass
@@ -339,99 +445,6 @@ def cluster_index_step_sizes(graph: EmpiricalGraph) -> tuple[np.ndarray, np.ndar
     return 1.0 / degrees, np.full(graph.n_edges, DEFAULT_SIGMA)
 
 
-def _edge_radius(graph: EmpiricalGraph, lam: float | np.ndarray) -> np.ndarray:
-    lam = np.asarray(lam, float)
-    if lam.ndim not in (0, 1) or (lam.ndim == 1 and lam.shape[0] != graph.n_edges):
-        raise ValueError(f"lam must be a scalar or have one entry per edge ({graph.n_edges})")
-    if not np.all(np.isfinite(lam)) or np.any(lam < 0):
-        raise ValueError("lam must be finite and non-negative")
-    return lam * graph.weights
-
-
-def gtv_objective(
-    graph: EmpiricalGraph,
-    loss: LocalLoss,
-    penalty: str | Penalty,
-    lam: float | np.ndarray,
-    weights: np.ndarray,
-) -> float:
-    """Value of the GTV objective (16) at ``weights``."""
-    penalty = get_penalty(penalty)
-    radius = _edge_radius(graph, lam)
-    return float(loss.value(weights).sum() + penalty.value(graph.incidence @ weights, radius).sum())
-
-
-class FeasibleDualMap:
-    """Map a dual iterate ``u`` to a feasible dual point of (24), for a valid gap (34).
-
-    Primal-dual iterates satisfy ``(D^T u)_i = 0`` at nodes with the trivial loss only in
-    the limit, so the dual objective is ``-inf`` at every iterate.  This map removes the
-    residual ``r = (D^T u)_U`` on the trivial nodes ``U`` by the least-norm correction on
-    the edges with ``lambda A_e > 0``, ``c = D_{:,U} L_UU^{-1} r`` with the grounded
-    Laplacian ``L_UU = D_{:,U}^T D_{:,U}``, and then scales the result into the domain of
-    the penalty's conjugate (scaling keeps ``(D^T u)_U = 0``).  Both steps vanish as ``u``
-    converges, so the gap of the repaired point still tends to zero.  ``L_UU`` is factorised
-    once; it is singular when a group of trivial nodes reaches no node with data, and then
-    no feasible point is produced (the gap is reported as ``inf``).
-    """
-
-    def __init__(self, graph: EmpiricalGraph, loss: LocalLoss, radius: np.ndarray):
-        trivial = getattr(loss, "trivial_nodes", None)
-        trivial = np.zeros(graph.n_nodes, bool) if trivial is None else np.asarray(trivial, bool)
-        self.trivial = np.flatnonzero(trivial)
-        self.active = np.flatnonzero(radius > 0)
-        self._solve = None
-        if self.trivial.size:
-            block = graph.incidence[self.active][:, self.trivial].tocsc()
-            self._block = block
-            try:
-                self._solve = splu((block.T @ block).tocsc()).solve
-            except RuntimeError:  # singular grounded Laplacian
-                self._solve = None
-
-    def __call__(self, graph: EmpiricalGraph, penalty: Penalty, radius: np.ndarray,
-                 duals: np.ndarray) -> np.ndarray | None:
-        u = duals
-        if self.trivial.size:
-            residual = (graph.incidence.T @ duals)[self.trivial]
-            if np.any(residual):
-                if self._solve is None:
-                    return None
-                u = duals.copy()
-                u[self.active] -= self._block @ self._solve(residual)
-        return penalty.feasible_scale(u, radius) * u
-
-
-def primal_dual_gap(
-    graph: EmpiricalGraph,
-    loss: LocalLoss,
-    penalty: str | Penalty,
-    lam: float | np.ndarray,
-    weights: np.ndarray,
-    duals: np.ndarray,
-    *,
-    feasible_map: FeasibleDualMap | None = None,
-) -> float:
-    """Primal-dual gap (GTV eq. (34)): objective (16) at ``weights`` minus dual (24).
-
-    The dual objective is evaluated at ``feasible_map(duals)`` (see
-    :class:`FeasibleDualMap`), so the gap is a valid certificate at every iterate:
-    non-negative and an upper bound on ``objective(weights) - optimum``.  It is ``inf``
-    when no feasible dual point can be formed (e.g. rank-deficient local data whose
-    conjugate domain the iterate misses).  Pass a prebuilt ``feasible_map`` when
-    evaluating the gap repeatedly on one problem.
-    """
-    penalty = get_penalty(penalty)
-    radius = _edge_radius(graph, lam)
-    primal = loss.value(weights).sum() + penalty.value(graph.incidence @ weights, radius).sum()
-    feasible_map = FeasibleDualMap(graph, loss, radius) if feasible_map is None else feasible_map
-    u = feasible_map(graph, penalty, radius, duals)
-    if u is None:
-        return float("inf")
-    dual = -loss.conjugate(-(graph.incidence.T @ u)).sum() - penalty.conjugate(u, radius).sum()
-    return float(primal - dual)
-
-
 def gtv_primal_dual(
     graph: GraphLike,
     loss: LocalLoss,
@@ -447,10 +460,13 @@ def gtv_primal_dual(
     prox_tau: np.ndarray | None = None,
     dual_update: str = "extrapolated",
     gap_tol: float | None = None,
-    gap_every: int = 10,
+    gap_every: int | None = None,
     callback: Callable[[IterationState], bool | None] | None = None,
     progress: bool | None = None,
     kernel: str = "auto",
+    method: str = "pdhg",
+    rel_gap_tol: float | None = None,
+    primal_weight: float = 1.0,
 ) -> PrimalDualResult:
     """GTV minimisation by the primal-dual method (GTV Algorithm 1).
 
@@ -472,21 +488,31 @@ def gtv_primal_dual(
         Parameter dimension ``d``; taken from ``w0`` or ``loss.dim`` when omitted.
     tau, sigma
         Primal (per node) and dual (per edge) step sizes; default ``1/deg_i`` and 0.45.
+        For ``method="restarted"`` they are the base steps that the primal weight and the
+        step scale multiply.
     w0, u0
         Initial primal and dual variables; default zeros, as in the authors' code.
     prox_tau
         The step inside the proximal update (step 4), per node; default ``tau``, as
         Algorithm 1 has it.  The authors' linear notebooks use another one there (see
         :func:`cluster_index_step_sizes`); the iteration is then no longer the
-        Chambolle-Pock method of the paper.
+        Chambolle-Pock method of the paper (and ``method="restarted"`` refuses it).
     dual_update
         ``"extrapolated"`` (default, steps 5-8): ``u + Sigma D (2 w_new - w)``.
         ``"doubled_difference"``: ``u + Sigma D (2 (w_new - w))``, what the authors' MNIST
         notebooks compute (EXPERIMENTS.md §8 item 5); it is not the paper's method (with
         ``u0 = 0`` and ``w0 = 0`` the two agree only in the first iteration).
-    gap_tol
-        Optional stopping rule: stop once the primal-dual gap (34), evaluated every
-        ``gap_every`` iterations, is at most ``gap_tol``.
+    gap_tol, rel_gap_tol
+        Optional stopping rule on the certified primal-dual gap (34) (see
+        :mod:`networkedfl.gtv._gap`), evaluated every ``gap_every`` iterations: stop once
+        the gap is at most ``gap_tol``, or the relative gap ``gap / max(|primal|, |dual|)``
+        is at most ``rel_gap_tol``.  Both are certificates: the gap bounds
+        ``objective(w) - optimum`` and a relative gap ``g`` bounds it by ``g *
+        objective(w)`` (approximately where nodes hold fewer samples than features, see
+        :mod:`networkedfl.gtv._gap`).  Without either, the method runs ``n_iter`` iterations.
+    gap_every
+        Iterations between evaluations of the gap; default 10 for ``"pdhg"`` and
+        :data:`~networkedfl.gtv._restarted.GAP_EVERY` for ``"restarted"``.
     callback
         History hook called with an :class:`IterationState` after every iteration; a
         return value of ``True`` stops the iteration.
@@ -499,6 +525,16 @@ def gtv_primal_dual(
         for ``d <= 8``, ``nlasso`` penalties; not wrappers such as
         :class:`~networkedfl.gtv.UnprojectedEdges`), else NumPy.  ``"numba"``: the
         kernels, or an error saying why they cannot be used.  ``"numpy"``: NumPy and scipy.
+    method
+        ``"pdhg"`` (default): Algorithm 1 with fixed steps, as the paper and the authors'
+        code run it.  ``"restarted"``: the same iteration with adaptive restarts, primal
+        weight and step scale (PDLP's scheme, :mod:`networkedfl.gtv._restarted`): the same
+        fixed points in far fewer iterations (``benchmarks/bench_gtv_solver.py``), with
+        ``dual_update="extrapolated"`` and ``prox_tau=None`` only; meant with a stopping
+        rule (``rel_gap_tol``), ``n_iter`` then being a cap.
+    primal_weight
+        ``method="restarted"``: the initial primal weight ``omega`` (steps ``tau / omega``
+        and ``sigma * omega``), e.g. a previous result's :attr:`PrimalDualResult.primal_weight`.
     """
     graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
     penalty = get_penalty(penalty)
@@ -510,6 +546,7 @@ def gtv_primal_dual(
                          f"{graph.n_nodes} nodes (node i's data must be row i)")
     if dual_update not in DUAL_UPDATES:
         raise ValueError(f"dual_update must be one of {DUAL_UPDATES}, got {dual_update!r}")
+    _check_method(method, prox_tau, dual_update, rel_gap_tol, primal_weight, gap_every)
     extrapolation = 1.0 if dual_update == "extrapolated" else 2.0  # z = 2 w_new - c w
     default_tau, default_sigma = default_step_sizes(graph) if tau is None else (None, None)
     tau = default_tau if tau is None else np.broadcast_to(np.asarray(tau, float), (graph.n_nodes,))
@@ -531,78 +568,82 @@ def gtv_primal_dual(
         raise ValueError(f"w0 has shape {w.shape}, expected {expected} (nodes x parameter dimension)")
     d = w.shape[1]
     kernels = _select_kernels(kernel, penalty, d)
-    pairs = d == 2  # rows as complex numbers, see _pair_view
-    columnwise = not pairs and d <= COLUMNWISE_MAX_DIM
-    layout = "F" if columnwise else "C"
+    layout = _layout(d)
     u = np.zeros((graph.n_edges, d), order=layout) if u0 is None else np.array(u0, float, order=layout)
     if u.shape != (graph.n_edges, d):
         raise ValueError(f"u0 has shape {u.shape}, expected {(graph.n_edges, d)}")
 
-    if prox_tau is None:
-        prox = loss.prox_operator(tau)
-    else:
+    if prox_tau is not None:
         prox_tau = np.broadcast_to(np.asarray(prox_tau, float), (graph.n_nodes,))
         if not np.all(np.isfinite(prox_tau)) or np.any(prox_tau <= 0):
             raise ValueError("prox_tau must be finite and positive")
-        prox = loss.prox_operator(prox_tau)
-    neg_tau = -tau
-    uniform_sigma = sigma.size > 0 and bool(np.all(sigma == sigma[0]))
-    v = np.empty((graph.n_nodes, d), order=layout)  # 2 w_new - w (never handed out)
-    if kernels is not None:
-        fused = _FusedIteration(kernels, graph, u, neg_tau, sigma, uniform_sigma, penalty,
-                                radius, extrapolation, scipy_difference=d > COLUMNWISE_MAX_DIM,
-                                layout=layout)
-    else:
-        fused = None
-        incidence = graph.incidence
-        # D^T: for one coordinate at a time a CSR copy (gather per node) is fastest; for rows
-        # of a C-order array the CSC view (no copy), which streams over the edges and scatters.
-        incidence_t = incidence.T.tocsr() if columnwise else incidence.T
-        sigma_col = sigma[0] if uniform_sigma else sigma[:, None]  # scalar: no broadcast
-        # z = u + Sigma D v: two gathers per coordinate up to COLUMNWISE_MAX_DIM, else scipy
-        gathers = _IncidenceGathers(graph, sigma, uniform_sigma, pairs) if d <= COLUMNWISE_MAX_DIM else None
-        operator = getattr(penalty, "dual_prox_operator", None)
-        dual_prox = operator(sigma, radius) if operator is not None else (
-            lambda z: penalty.dual_prox(z, sigma, radius))
+    from . import _restarted  # imports this module
 
-    gap = float("nan")
+    stopping = None
+    if gap_tol is not None or rel_gap_tol is not None:
+        every = gap_every if gap_every is not None else (10 if method == "pdhg" else _restarted.GAP_EVERY)
+        stopping = _GapStop(_Certificate(graph, loss, penalty, radius), gap_tol, rel_gap_tol, every,
+                            adaptive=method == "restarted" and gap_every is None)
+    if method == "restarted":
+        problem = _restarted._RestartProblem(graph, loss, penalty, tau, sigma, kernels)
+        return problem.solve(radius, w, u, n_iter, primal_weight=primal_weight, stopping=stopping,
+                             callback=callback, progress=progress)
+    iteration = _Iteration(graph, loss, penalty, radius, tau, sigma, prox_tau, extrapolation, kernels, u)
+    return _run_fixed(iteration, w, u, n_iter, stopping, callback, progress)
+
+
+def _check_method(method, prox_tau, dual_update, rel_gap_tol, primal_weight, gap_every) -> None:
+    """Errors naming the argument for the options of the method and its stopping rule."""
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if rel_gap_tol is not None and not (isinstance(rel_gap_tol, int | float | np.floating)
+                                        and not isinstance(rel_gap_tol, bool)
+                                        and np.isfinite(rel_gap_tol) and rel_gap_tol > 0):
+        raise ValueError(f"rel_gap_tol must be a positive number or None, got {rel_gap_tol!r}")
+    if isinstance(primal_weight, bool) or not isinstance(primal_weight, int | float | np.floating) or not (
+            np.isfinite(primal_weight) and primal_weight > 0):
+        raise ValueError(f"primal_weight must be a positive finite number, got {primal_weight!r}")
+    if gap_every is not None and (isinstance(gap_every, bool) or not isinstance(gap_every, int | np.integer)
+                                  or gap_every < 1):
+        raise ValueError(f"gap_every must be a positive integer, got {gap_every!r}")
+    if method == "restarted":
+        if prox_tau is not None:
+            raise ValueError("prox_tau is not supported with method='restarted': a prox step other "
+                             "than tau changes the fixed points (the notebooks' iteration); use "
+                             "method='pdhg'")
+        if dual_update != "extrapolated":
+            raise ValueError(f"dual_update={dual_update!r} is not supported with method='restarted' "
+                             "(the notebooks' iteration, not a primal-dual method); use method='pdhg'")
+
+
+def _run_fixed(iteration: _Iteration, w: np.ndarray, u: np.ndarray, n_iter: int,
+               stopping: _GapStop | None, callback, progress) -> PrimalDualResult:
+    """Algorithm 1 with the fixed steps of ``iteration``: ``n_iter`` iterations, or fewer when
+    the callback or the gap stopping rule stops them."""
     converged = False
-    feasible_map = None
     k = 0
     for k in tqdm(range(1, n_iter + 1), disable=not show_progress(progress), desc="primal-dual", leave=False):
         # The callback may hold w and u, so with one the dual step writes a fresh array;
         # without one it works in place on u (w_new is the prox's output either way).
-        z = u if callback is None else np.empty_like(u)
-        if fused is not None:  # the same steps in one pass over the edges (_kernels)
-            w_new = prox(fused.primal_argument(w))  # steps 2-4
-            u = fused.dual_step(u, w_new, w, v, out=z)  # steps 5-8, and D^T u for the next
-            w = w_new
-        else:
-            # steps 2-3: w_hat = w - T D^T u (a fresh array, scaled in place)
-            w_hat = _sparse_product(incidence_t, u, columnwise)
-            scale_rows(w_hat, neg_tau, out=w_hat)
-            np.add(w_hat, w, out=w_hat)
-            w_new = prox(w_hat)  # step 4
-            # steps 5-8: u = prox_{Sigma g*}(u + Sigma D (2 w_new - w))
-            np.multiply(w_new, 2.0, out=v)
-            np.subtract(v, w if extrapolation == 1.0 else extrapolation * w, out=v)
-            if gathers is not None:
-                gathers(u, v, out=z)
-            else:
-                product = incidence @ v
-                product *= sigma_col
-                np.add(product, u, out=z)
-            u = dual_prox(z)
-            if not (u.flags.f_contiguous if columnwise else u.flags.c_contiguous):
-                u = np.array(u, order=layout)  # a penalty without the operator changed the layout
-            w = w_new
-        if callback is not None and callback(IterationState(k, w, u)):
+        w, u = iteration.step(w, u, out=u if callback is None else np.empty_like(u))
+        stop, converged = _should_stop(k, w, u, callback, stopping)
+        if stop:
             break
-        if gap_tol is not None and k % gap_every == 0:
-            if feasible_map is None:
-                feasible_map = FeasibleDualMap(graph, loss, radius)
-            gap = primal_dual_gap(graph, loss, penalty, lam, w, u, feasible_map=feasible_map)
-            if gap <= gap_tol:
-                converged = True
-                break
-    return PrimalDualResult(weights=w, duals=u, n_iter=k, gap=gap, converged=converged)
+    return _result(w, u, k, converged, stopping)
+
+
+def _should_stop(k: int, w: np.ndarray, u: np.ndarray, callback, stopping: _GapStop | None) -> tuple[bool, bool]:
+    """``(stop, converged)`` after iteration ``k``: the callback asked to stop, or the gap rule is met."""
+    if callback is not None and callback(IterationState(k, w, u)):
+        return True, False
+    if stopping is not None and stopping.due(k) and stopping(w, u, k):
+        return True, True
+    return False, False
+
+
+def _result(w: np.ndarray, u: np.ndarray, k: int, converged: bool, stopping: _GapStop | None,
+            **extra) -> PrimalDualResult:
+    """The result of a run that ended after iteration ``k``, with the last gap evaluated."""
+    gap, rel_gap = (stopping.gap, stopping.rel_gap) if stopping is not None else (float("nan"),) * 2
+    return PrimalDualResult(weights=w, duals=u, n_iter=k, gap=gap, converged=converged, rel_gap=rel_gap,
+                            **extra)

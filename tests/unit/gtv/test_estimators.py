@@ -59,7 +59,8 @@ def test_gtv_regressor_is_gtv_primal_dual_and_clones():
         model.predict(x)
     fitted = model.fit(graph, x, y)
     assert fitted is model
-    direct = gtv_primal_dual(graph, SquaredErrorLoss(NodeData(x, y)), "nlasso", 0.2, 400)
+    direct = gtv_primal_dual(graph, SquaredErrorLoss(NodeData(x, y)), "nlasso", 0.2, 400, method="restarted",
+                             rel_gap_tol=1e-6)  # the default method and stopping rule
     np.testing.assert_array_equal(model.weights_, direct.weights)
     np.testing.assert_allclose(model.predict(x), np.einsum("nmd,nd->nm", x, direct.weights))
     assert model.score(x, y) > 0.95
@@ -78,7 +79,8 @@ def test_gtv_regressor_takes_ragged_nodes():
     sizes = [8, 3, 5, 8, 2, 6, 7, 4, 8, 1, 5, 6]
     xs, ys = [x[i, :m] for i, m in enumerate(sizes)], [y[i, :m] for i, m in enumerate(sizes)]
     model = GTVRegressor(lam=0.2, n_iter=300).fit(graph, xs, ys)
-    direct = gtv_primal_dual(graph, SquaredErrorLoss(NodeData.from_ragged(xs, ys)), "nlasso", 0.2, 300)
+    direct = gtv_primal_dual(graph, SquaredErrorLoss(NodeData.from_ragged(xs, ys)), "nlasso", 0.2, 300,
+                             method="restarted", rel_gap_tol=1e-6)
     np.testing.assert_array_equal(model.weights_, direct.weights)
     back_x, back_y = NodeData.from_ragged(xs, ys).to_ragged()  # the padding comes off again
     assert [a.shape for a in back_x] == [a.shape for a in xs]
@@ -89,6 +91,24 @@ def test_gtv_regressor_takes_ragged_nodes():
     assert model.score(xs, ys) > 0.9
     with pytest.raises(ValueError, match="lam must be finite and non-negative"):
         GTVRegressor(lam=-1.0).fit(graph, x, y)
+
+
+def test_gtv_regressor_certifies_its_fit_by_default():
+    """The default stopping rule is a certificate: the objective of weights_ within 1e-6 of the
+    optimum (relatively), here against the fixed-step method run to a gap of 1e-12."""
+    from networkedfl.gtv import gtv_objective
+
+    graph, x, y, _ = _instance(2)
+    mask = np.arange(12) % 4 != 0
+    model = GTVRegressor(lam=0.05).fit(graph, x, y, mask=mask)
+    loss = SquaredErrorLoss(NodeData(x, y), mask)
+    assert 0.0 <= model.gap_ and model.n_iter_ < model.n_iter
+    objective = gtv_objective(graph, loss, "nlasso", 0.05, model.weights_)
+    assert model.gap_ <= 1e-6 * objective
+    best = gtv_primal_dual(graph, loss, "nlasso", 0.05, 200_000, gap_tol=1e-12)
+    assert objective - gtv_objective(graph, loss, "nlasso", 0.05, best.weights) <= 1e-6 * objective
+    plain = GTVRegressor(lam=0.05, method="pdhg", rel_gap_tol=None, n_iter=20).fit(graph, x, y, mask=mask)
+    assert plain.n_iter_ == 20 and np.isnan(plain.gap_)
 
 
 def test_fedrelax_is_a_clonable_estimator_with_a_score():

@@ -57,11 +57,16 @@ def _leaves(tree: Params, prefix: str = "") -> list[str]:
     return out
 
 
+#: Parameters the published variant sets that are not notebook options: not switched.
+NOT_SWITCHED = ("solver",)  # the published variant pins the notebooks' fixed-K iteration (issue 36)
+
+
 def ablation_switches(case: Params) -> list[str]:
     """``published``, then every parameter the published variant overrides (by dotted
-    path), then ``paper``."""
+    path) except :data:`NOT_SWITCHED`, then ``paper``."""
     overridden = _leaves((case.get("variants") or {}).get("published") or {})
-    return ["published", *dict.fromkeys(overridden), "paper"]
+    options = [path for path in overridden if path.split(".")[0] not in NOT_SWITCHED]
+    return ["published", *dict.fromkeys(options), "paper"]
 
 
 #: The switches whose rows are the source target's own (its two variants).

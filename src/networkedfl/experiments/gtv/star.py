@@ -2,8 +2,11 @@
 
 A centre node joined to all others with equal weight; ``w_bar_i ~ N(0, I)`` i.i.d. per
 node.  For growing ``lambda`` GTV minimisation (nLasso) fuses all local models into one
-(Theorem 2).  All ``lambda`` values of a repetition are solved at once on the disjoint
-union of copies of the same star, with one ``lambda`` per copy.
+(Theorem 2).  The ``lambda`` values of a repetition are solved in increasing order along one
+path (:func:`~networkedfl.gtv.gtv_lambda_path`: the restarted method, each solve warm-started
+from the previous one and stopped on its certified relative gap ``rel_gap_tol``, at most
+``n_iter`` iterations per ``lambda``).  Until issue 36 every ``lambda`` ran ``n_iter``
+fixed-step iterations on a disjoint union of copies of the star.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...graphs import disjoint_union, star
-from ...gtv import NodeData, SquaredErrorLoss, gtv_primal_dual, linear_model_data
+from ...graphs import star
+from ...gtv import SquaredErrorLoss, gtv_lambda_path, linear_model_data
 from ..claims import every_seed
 from ..registry import Claim, rng_for
 
@@ -43,19 +46,17 @@ def run_star_lambda(
     true_w = rng.standard_normal((n, d))
     data = linear_model_data(true_w, int(params["m"]), float(params["sigma"]), rng)
     lams = lambda_grid(params)
-
-    union, offsets = disjoint_union([graph] * lams.size)
-    stacked = NodeData(np.tile(data.features, (lams.size, 1, 1)), np.tile(data.labels, (lams.size, 1)))
-    lam_per_edge = np.repeat(lams, graph.n_edges)
-    result = gtv_primal_dual(
-        union, SquaredErrorLoss(stacked), params["penalty"], lam_per_edge, int(params["n_iter"])
-    )
+    path = gtv_lambda_path(graph, SquaredErrorLoss(data), params["penalty"], lams, int(params["n_iter"]),
+                           rel_gap_tol=float(params["rel_gap_tol"]))
     local = np.stack([np.linalg.lstsq(x, y, rcond=None)[0] for x, y in zip(data.features, data.labels, strict=True)])
 
     records: list[dict[str, Any]] = []
     for k, lam in enumerate(lams):
-        w = result.weights[offsets[k] : offsets[k + 1]]
+        w = path.weights[k]
         records.append({"lam": lam, "method": "primal_dual", "seed": seed, "metric": "spread", "value": spread(w)})
+        # the solve's iterations and certified relative gap (issue 36)
+        records += [{"lam": lam, "method": "primal_dual", "seed": seed, "metric": metric, "value": value}
+                    for metric, value in (("n_iter", float(path.n_iter[k])), ("rel_gap", path.rel_gap[k]))]
         for i in range(n):
             for c in range(d):
                 records.append({"lam": lam, "node": i, "component": c, "method": "primal_dual",
