@@ -80,7 +80,7 @@ def test_target_times_sums_and_order(run_all, tmp_path):
     assert c.total_s == pytest.approx(2.0) and c.run_s == 0
 
 
-def test_render_lists_the_top_targets_and_the_total(run_all, tmp_path):
+def test_render_lists_every_target_and_the_total(run_all, tmp_path):
     _fabricated_logs(tmp_path)
     results = {
         "quick": True, "elapsed_s": 1.0,
@@ -92,7 +92,7 @@ def test_render_lists_the_top_targets_and_the_total(run_all, tmp_path):
     }
     text = run_all.render(results, markdown=True)
     lines = [line for line in text.splitlines() if line.startswith("| ")]
-    assert [line.split("|")[1].strip() for line in lines[1:]] == ["b", "a", "c", "**total**"]
+    assert [line.split("|")[1].strip() for line in lines[1:]] == ["b", "a", "c", "**total (3 targets)**"]
     assert lines[-1].split("|")[2].strip() == "5"  # jobs
     assert "53.5 s" in lines[-1]  # 30 + 21.5 + 2
 
