@@ -4,9 +4,9 @@ Setting: 150 clients, linear regression in d = 50, m = 100 samples per client (t
 noisy linear model of the GTV paper, eq. (37), two clusters), float64 on the CPU,
 ``torch.set_num_threads(1)``.  Measured:
 
-* ``fedavg``: :func:`networkedfl.algorithms.fedavg.fedavg`, E = 1, B = 10, lr 0.01,
+* ``fedavg``: :func:`networkedfl.algorithms.fedavg`, E = 1, B = 10, lr 0.01,
   all clients every round (10 batched ``vmap(grad)`` steps per round);
-* ``ifca``: :func:`networkedfl.algorithms.ifca.ifca`, k = 2, one full-batch local step;
+* ``ifca``: :func:`networkedfl.algorithms.ifca`, k = 2, one full-batch local step;
 * ``fedavg (python loop)``: the same FedAvg round written the usual way, one client after
   another with ``torch.autograd`` (only here, for comparison).
 
@@ -33,8 +33,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from networkedfl.algorithms.fedavg import fedavg  # noqa: E402
-from networkedfl.algorithms.ifca import ifca  # noqa: E402
+from networkedfl.algorithms import fedavg, ifca  # noqa: E402
 from networkedfl.gtv import cluster_weights_per_node, linear_model_data  # noqa: E402
 from networkedfl.nn import ClientData, FlatModel, linear_regression  # noqa: E402
 

@@ -36,10 +36,14 @@ from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
-from networkedfl.algorithms.bigfl import bigfl  # noqa: E402
-from networkedfl.algorithms.dfl import dfl_gt, dfl_sgd, mixing_operator  # noqa: E402
-from networkedfl.algorithms.fedavg_steps import fedavg_steps  # noqa: E402
-from networkedfl.algorithms.fesem import fesem  # noqa: E402
+from networkedfl.algorithms import (  # noqa: E402
+    bigfl,  # noqa: E402
+    dfl_gt,
+    dfl_sgd,
+    fedavg_steps,  # noqa: E402
+    fesem,  # noqa: E402
+    mixing_operator,
+)
 from networkedfl.experiments.gfl.synthetic import mlp, synthetic_instance  # noqa: E402
 from networkedfl.nn import ClientBatches  # noqa: E402
 from networkedfl.pipeline.config import load_config  # noqa: E402

@@ -126,7 +126,7 @@ def main() -> None:
 
     if args.skip_training:
         return
-    from networkedfl.algorithms.local_momentum import local_momentum_sgd
+    from networkedfl.algorithms import local_momentum_sgd
     from networkedfl.nn import ClientData, InexactProxCrossEntropy
 
     problem = MnistProblem(graph, split.images, split.labels, 1, torch.float32, "cpu")

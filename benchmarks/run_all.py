@@ -244,7 +244,7 @@ def ratio_fedavg(quick: bool) -> Ratio:
     import torch
 
     bb = _import_bench("bench_baselines")
-    from networkedfl.algorithms.fedavg import fedavg
+    from networkedfl.algorithms import fedavg
     from networkedfl.nn import linear_regression
 
     data, model = bb.make_data(), linear_regression(bb.DIM)

@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 from sklearn.tree import DecisionTreeRegressor
 
-from networkedfl.algorithms.fedavg import fedavg
+from networkedfl.algorithms import fedavg
 from networkedfl.datasets import client_data, dirichlet_label_skew
 from networkedfl.fedrelax import FedRelax
 from networkedfl.gtv import GTVRegressor

@@ -10,11 +10,7 @@ import pytest
 import torch
 
 from networkedfl._validation import check_int, check_int_array
-from networkedfl.algorithms.dfl import dfl_sgd
-from networkedfl.algorithms.fedavg import fedavg
-from networkedfl.algorithms.fedavg_steps import fedavg_steps
-from networkedfl.algorithms.fedsgd import fedsgd
-from networkedfl.algorithms.ifca import ifca
+from networkedfl.algorithms import dfl_sgd, fedavg, fedavg_steps, fedsgd, ifca
 from networkedfl.graphs import EmpiricalGraph, GraphError, stochastic_block_model
 from networkedfl.gtv import GTVRegressor, NodeData, SquaredErrorLoss
 from networkedfl.nn import ClientBatches, ClientData, as_batches, linear_regression

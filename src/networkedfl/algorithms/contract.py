@@ -1,6 +1,6 @@
 """The contract of the torch methods: their options, their result, their round bookkeeping.
 
-Every torch method (:func:`~networkedfl.algorithms.fedavg.fedavg`, ``fedsgd``, ``ifca``,
+Every torch method (:func:`~networkedfl.algorithms.fedavg`, ``fedsgd``, ``ifca``,
 ``pfedme``, ``local_training``, ``local_momentum_sgd``, ``decentralized_fedavg``,
 ``fedavg_steps``, ``dfl_sgd``, ``dfl_gt``, ``fesem``, ``bigfl``) is called as
 

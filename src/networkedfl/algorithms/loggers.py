@@ -15,7 +15,7 @@ Both loggers take ``metrics``: names mapped to functions of the round state (for
 the mean test loss of every client's model), evaluated once per round and shared with the
 history.  Example::
 
-    from networkedfl.algorithms.fedavg import fedavg
+    from networkedfl.algorithms import fedavg
     from networkedfl.algorithms.loggers import CSVLogger
     from networkedfl.nn._models import client_losses
 

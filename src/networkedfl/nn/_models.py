@@ -1,6 +1,6 @@
 """Models as functions of a flat parameter vector, client data, and batched client losses.
 
-The federated baselines (:mod:`networkedfl.algorithms.fedavg` and its siblings) keep the
+The federated baselines (:func:`networkedfl.algorithms.fedavg` and its siblings) keep the
 models of all clients as the rows of one ``(n_clients, P)`` matrix and evaluate losses and
 gradients of all clients in one call through :func:`torch.func.vmap` over
 :func:`torch.func.grad`.  For that a model is described by a :class:`FlatModel`: a pure
@@ -437,7 +437,7 @@ class ClientData(PaddedClients):
     Notes
     -----
     Padding may sit anywhere in a row; the mini-batch kernel
-    (:func:`~networkedfl.algorithms.local_sgd.local_sgd`) only shuffles samples with a
+    (:func:`~networkedfl.algorithms.local_sgd`) only shuffles samples with a
     positive weight.
     """
 

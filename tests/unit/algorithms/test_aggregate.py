@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from networkedfl.algorithms import fedavg, fedsgd, local_training
 from networkedfl.algorithms.aggregate import (
     check_fraction,
     consensus_distance,
@@ -14,9 +15,6 @@ from networkedfl.algorithms.aggregate import (
     sample_clients,
 )
 from networkedfl.algorithms.contract import UNSET, TrainingOptions, start_run
-from networkedfl.algorithms.fedavg import fedavg
-from networkedfl.algorithms.fedsgd import fedsgd
-from networkedfl.algorithms.local import local_training
 from networkedfl.nn import (
     DEFAULT_DTYPE,
     ClientData,
@@ -159,7 +157,7 @@ def test_sgd_step_keeps_frozen_coordinates():
 def test_local_steps_equal_steps_of_the_masked_gradient_bit_for_bit():
     """local_steps freezes instead of zeroing the gradient first: the same floats as
     ``sgd_step(params, g * mask, lr, mask)`` at every step, inf and NaN gradients included."""
-    from networkedfl.algorithms.local_sgd import local_steps
+    from networkedfl.algorithms import local_steps
     from networkedfl.nn import ClientBatches, make_generator
 
     rng = np.random.default_rng(5)

@@ -10,18 +10,19 @@ import pytest
 import torch
 from sklearn.metrics import adjusted_rand_score
 
-from networkedfl.algorithms.fedavg import fedavg, sample_clients
-from networkedfl.algorithms.fedsgd import fedsgd
-from networkedfl.algorithms.gossip import (
+from networkedfl.algorithms import (
     MIXING_RULES,
     consensus_distance,
     decentralized_fedavg,
+    fedavg,
+    fedsgd,
     gossip_average,
+    ifca,
+    local_sgd,
+    local_training,
     mixing_matrix,
+    sample_clients,
 )
-from networkedfl.algorithms.ifca import ifca
-from networkedfl.algorithms.local import local_training
-from networkedfl.algorithms.local_sgd import local_sgd
 from networkedfl.graphs import EmpiricalGraph, stochastic_block_model
 from networkedfl.gtv import NodeData
 from networkedfl.nn import (

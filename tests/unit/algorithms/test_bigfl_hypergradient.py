@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from networkedfl.algorithms.bigfl import (
+from networkedfl.algorithms import (
     ColumnProjection,
     Embedding,
     all_negatives,
@@ -341,7 +341,7 @@ def test_graph_term_adjoints_equal_the_vjp_of_the_graph_term(kind):
     embedding and a propagation matrix that is not symmetric (so every ``L^T`` is tested)."""
     from torch.func import vjp
 
-    from networkedfl.algorithms.bigfl import _graph_term, _graph_term_adjoints
+    from networkedfl.algorithms._bigfl import _graph_term, _graph_term_adjoints
 
     g = torch.Generator().manual_seed(11)
     n, p, cpu = 5, 7, torch.device("cpu")

@@ -5,26 +5,25 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from networkedfl.algorithms.bigfl import (
+from networkedfl.algorithms import (
+    MIXING_RULES,
     Embedding,
     bigfl,
-    hypergradient,
-    lower_gradients,
-    negative_samples,
-    normalized_adjacency,
-    upper_loss,
-)
-from networkedfl.algorithms.dfl import (
     check_doubly_stochastic,
     dfl_gt,
     dfl_iterates,
     dfl_sgd,
+    fedavg,
+    fedavg_steps,
+    fesem,
+    hypergradient,
+    lower_gradients,
+    mixing_matrix,
     mixing_operator,
+    negative_samples,
+    normalized_adjacency,
+    upper_loss,
 )
-from networkedfl.algorithms.fedavg import fedavg
-from networkedfl.algorithms.fedavg_steps import fedavg_steps
-from networkedfl.algorithms.fesem import fesem
-from networkedfl.algorithms.gossip import MIXING_RULES, mixing_matrix
 from networkedfl.graphs import EmpiricalGraph, ring, star, stochastic_block_model
 from networkedfl.nn import (
     ClientBatches,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from networkedfl.algorithms.fedavg import fedavg
+from networkedfl.algorithms import fedavg
 from networkedfl.algorithms.loggers import CSVLogger, TensorBoardLogger, compose
 from networkedfl.nn import ClientData, client_losses, linear_regression
 

@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from networkedfl.algorithms.local import local_training
-from networkedfl.algorithms.local_momentum import local_momentum_sgd
-from networkedfl.algorithms.local_sgd import epoch_order
-from networkedfl.algorithms.pfedme import personalised_steps, pfedme
+from networkedfl.algorithms import (
+    epoch_order,
+    local_momentum_sgd,
+    local_training,
+    personalised_steps,
+    pfedme,
+)
 from networkedfl.nn import ClientData, linear_regression, make_generator
 
 # ---------------------------------------------------------------- helpers and references

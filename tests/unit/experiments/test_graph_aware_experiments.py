@@ -213,7 +213,7 @@ def test_cluster_oracle_reference_trains_within_the_true_components(test_config)
 
     params = test_config["experiments"][SYNTHETIC_ID]
     captured = {}
-    import networkedfl.algorithms.fedavg_steps as fs
+    import networkedfl.algorithms as fs
 
     real = fs.fedavg_steps
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from networkedfl.algorithms.ifca import ifca
+from networkedfl.algorithms import ifca
 from networkedfl.experiments.gtv.linear import OPTIONS, build_instance, option
 from networkedfl.experiments.variants import split_setting, variant_params
 from networkedfl.graphs import EmpiricalGraph, GraphError, stochastic_block_model

@@ -8,10 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from networkedfl.algorithms import NonFiniteError
-from networkedfl.algorithms.dfl import dfl_sgd
-from networkedfl.algorithms.fedavg import fedavg
-from networkedfl.algorithms.local import local_training
+from networkedfl.algorithms import NonFiniteError, dfl_sgd, fedavg, local_training
 from networkedfl.experiments.tuning import evaluate_point
 from networkedfl.graphs import ring
 from networkedfl.nn import ClientData, linear_regression

@@ -9,10 +9,15 @@ import pandas as pd
 import pytest
 import torch
 
-from networkedfl.algorithms.bigfl import bigfl
-from networkedfl.algorithms.dfl import dfl_gt, dfl_sgd
-from networkedfl.algorithms.fedavg_steps import fedavg_steps
-from networkedfl.algorithms.fesem import assign_nearest, cluster_means, fesem
+from networkedfl.algorithms import (
+    assign_nearest,
+    bigfl,
+    cluster_means,
+    dfl_gt,
+    dfl_sgd,
+    fedavg_steps,
+    fesem,
+)
 from networkedfl.experiments.gfl.reviews_nlp import _Evaluator, review_nlp_claims
 from networkedfl.graphs import ring
 from networkedfl.nn import (

@@ -234,8 +234,7 @@ def run_baselines(params: Params, setting: str, seed: int, base_seed: int, *,
     """
     import torch
 
-    from ...algorithms.fedsgd import fedsgd
-    from ...algorithms.ifca import ifca
+    from ...algorithms import fedsgd, ifca
     from ...fedrelax import fedrelax_linear, initial_weights
     from ...nn import ClientData, linear_regression
 

@@ -311,10 +311,10 @@ class _Evaluator:
 def _hidden_projection(layout: Any, dim: int, rng: np.random.Generator, dtype: Any, device: Any):
     """The fixed linear map of BiG-FL's UL input: the hidden layer ``(W_1, b_1)`` of every
     client times a Gaussian ``(d h + h, dim)`` matrix with entries ``N(0, 1/dim)``
-    (a :class:`~networkedfl.algorithms.bigfl.ColumnProjection`)."""
+    (a :class:`~networkedfl.algorithms.ColumnProjection`)."""
     import torch
 
-    from ...algorithms.bigfl import ColumnProjection
+    from ...algorithms import ColumnProjection
 
     hidden = layout.hidden_layer
     size = hidden.stop - hidden.start
@@ -345,10 +345,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     """
     import torch
 
-    from ...algorithms.bigfl import bigfl
-    from ...algorithms.dfl import dfl_gt, dfl_sgd
-    from ...algorithms.fedavg_steps import fedavg_steps
-    from ...algorithms.fesem import fesem
+    from ...algorithms import bigfl, dfl_gt, dfl_sgd, fedavg_steps, fesem
     from ...nn import NextWordBatches, NPLMLayout, as_device, as_dtype, make_generator, nplm
 
     if setting not in METHOD_NAMES:

@@ -249,7 +249,7 @@ def _fedavg(inst: Instance, params: Params, rng: np.random.Generator, *, oracle_
 
 def _ifca(inst: Instance, params: Params, rng: np.random.Generator):
     """IFCA with linear models without bias (GTV Table I, Fig. 2; Ghosh et al. 2020)."""
-    from ...algorithms.ifca import ifca  # PyTorch is imported on first use
+    from ...algorithms import ifca  # PyTorch is imported on first use
     from ...nn import ClientData, linear_regression
 
     spec = params.get("ifca", {})

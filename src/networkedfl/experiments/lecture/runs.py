@@ -74,9 +74,7 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
     """Run one configured method for one seed; tidy per-round records."""
     import torch
 
-    from ...algorithms.fedavg import fedavg
-    from ...algorithms.fedsgd import fedsgd
-    from ...algorithms.gossip import decentralized_fedavg
+    from ...algorithms import decentralized_fedavg, fedavg, fedsgd
     from ...graphs import ring
     from ...nn import ClientData, losses_of_models, softmax_regression
 
@@ -127,8 +125,7 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
 def run_lecture_table(params: Params, setting: str, seed: int, base_seed: int, *,
                       experiment_id: str) -> pd.DataFrame:
     """The lecture's table, plus what one round of FedSGD and FedAvg actually uploads."""
-    from ...algorithms.fedavg import fedavg
-    from ...algorithms.fedsgd import fedsgd
+    from ...algorithms import fedavg, fedsgd
     from ...nn import ClientData, softmax_regression
 
     records = [{"method": method, "metric": column, "value": text, "seed": seed}

@@ -121,8 +121,8 @@ from ..nn import (
     step_size,
 )
 from ..progress import tqdm
+from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_steps
 
 __all__ = [
     "BiGFLResult",
@@ -508,13 +508,13 @@ def bigfl(
     Parameters
     ----------
     model, data
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`; ``model.loss`` is the data term
+        As in :func:`~networkedfl.algorithms.dfl_sgd`; ``model.loss`` is the data term
         of the LL loss (10.17).
     graph
         The clients' graph (:class:`EmpiricalGraph` or adjacency matrix): ``N_i`` in (10.14)
         and ``A`` in ``L``.
     options, **overrides
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the same options), for the LL:
+        As in :func:`~networkedfl.algorithms.dfl_sgd` (the same options), for the LL:
         ``local_steps`` LL steps ``tau`` per round, ``lr`` (or ``lr_lower=``) their step
         ``beta``, ``batch_size`` their mini-batch (also that of the Jacobians in (10.20));
         ``seed`` also draws the negative samples.

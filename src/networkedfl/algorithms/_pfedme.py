@@ -34,9 +34,9 @@ from torch import Tensor
 
 from .._validation import check_int
 from ..nn import ClientData, FlatModel, batch_gradients, sgd_step
+from ._local_sgd import epoch_order
 from .aggregate import sample_clients
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import epoch_order
 
 __all__ = ["pfedme", "personalised_steps"]
 
@@ -87,7 +87,7 @@ def pfedme(
         (``T``).  ``batch_size`` (default 20): ``|D|``, samples per mini-batch (drawn
         without replacement, a fresh draw each local round); ``lr`` (default 0.005):
         ``eta``, the local update of ``w_i``.  ``client_fraction``, ``participants``:
-        clients aggregated per round, as in :func:`~networkedfl.algorithms.fedavg.fedavg`
+        clients aggregated per round, as in :func:`~networkedfl.algorithms.fedavg`
         (every participant trains; the server averages a random subset).  ``init``: the
         starting global model ``(P,)``; ``seed``, ``callback`` (``RoundState.client_params``
         are the personalised models ``theta_i``), ``device``, ``dtype``.

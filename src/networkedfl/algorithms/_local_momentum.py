@@ -13,7 +13,7 @@ for every client at once (one :func:`~networkedfl.nn.batch_gradients` call per s
 client's samples once in a fresh random order, in batches of ``batch_size``; a client's
 last batch may be smaller, and a client with fewer samples than the largest skips the
 steps that reach beyond its data.  With ``momentum = 0`` this equals
-:func:`~networkedfl.algorithms.local.local_training`.
+:func:`~networkedfl.algorithms.local_training`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 
 from .._validation import check_int
 from ..nn import ClientData, FlatModel, batch_gradients, heavy_ball_step
+from ._local_sgd import epoch_batches
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import epoch_batches
 
 __all__ = ["local_momentum_sgd"]
 
@@ -38,7 +38,7 @@ def local_momentum_sgd(model: FlatModel, data: ClientData, options: TrainingOpti
         Model and local datasets (padding carries weight 0).
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`, as for
-        :func:`~networkedfl.algorithms.local.local_training` (``local_epochs`` or
+        :func:`~networkedfl.algorithms.local_training` (``local_epochs`` or
         ``epochs=``, ``batch_size``, ``lr``; ``init``, ``seed``, ``callback``, ``device``,
         ``dtype``), except that ``batch_size`` must be a number.
     momentum
@@ -47,7 +47,7 @@ def local_momentum_sgd(model: FlatModel, data: ClientData, options: TrainingOpti
     Returns
     -------
     FederatedResult
-        As :func:`~networkedfl.algorithms.local.local_training` (no messages).
+        As :func:`~networkedfl.algorithms.local_training` (no messages).
     """
     if not 0 <= momentum < 1:
         raise ValueError(f"need 0 <= momentum < 1, got {momentum!r}")

@@ -1,7 +1,7 @@
 """Local training without communication: every client fits its own data alone.
 
 The "no collaboration" baseline: ``ClientUpdate`` of FedAvg (McMahan et al. 2017,
-Algorithm 1; :func:`~networkedfl.algorithms.local_sgd.local_sgd`) run for ``epochs``
+Algorithm 1; :func:`~networkedfl.algorithms.local_sgd`) run for ``epochs``
 epochs from the initial model, with no averaging.  One history/log row per epoch.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..nn import ClientData, FlatModel
+from ._local_sgd import local_sgd
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_sgd
 
 __all__ = ["local_training"]
 

@@ -5,7 +5,7 @@ matrix) and minimise ``(1/n) sum_i f_i`` subject to consensus, problem (P1), eq.
 Every iteration ``t`` each client draws a mini-batch and computes ``g_i^t =
 grad_hat f_i(theta_i^t)``, eq. (10.2); every ``tau`` iterations (``mod(t, tau) = 0``) the
 clients also average with their neighbours through a doubly stochastic mixing matrix ``W``
-(:func:`~networkedfl.algorithms.gossip.mixing_matrix`).
+(:func:`~networkedfl.algorithms.mixing_matrix`).
 
 DFL-SGD, eqs. (10.3)-(10.4) (``order="dsgd"``, the chapter's form)::
 
@@ -60,9 +60,9 @@ from ..nn import (
     step_size,
 )
 from ..progress import tqdm
+from ._gossip import mixing_matrix, to_torch_sparse
 from .aggregate import mix
 from .contract import FederatedResult, TrainingOptions, start_run
-from .gossip import mixing_matrix, to_torch_sparse
 
 __all__ = [
     "DFLState",

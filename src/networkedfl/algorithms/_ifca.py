@@ -7,7 +7,7 @@ cluster models ``theta_1 .. theta_k``.  In every round each selected client
    :func:`~networkedfl.nn.losses_of_models` evaluates all clients under all models in
    one call),
 2. runs local training from ``theta_{j_hat_i}``
-   (:func:`~networkedfl.algorithms.local_sgd.local_sgd`) and sends the result back,
+   (:func:`~networkedfl.algorithms.local_sgd`) and sends the result back,
 
 and the server averages within each estimated cluster, weighted by the sample counts
 ``n_i`` ("model averaging" variant); a cluster that no client chose keeps its model.  With
@@ -36,9 +36,9 @@ from torch import Tensor
 
 from .._validation import check_int
 from ..nn import ClientData, FlatModel, losses_of_models
+from ._local_sgd import local_sgd
 from .aggregate import group_average
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_sgd
 
 __all__ = ["AGGREGATIONS", "ifca"]
 
@@ -98,7 +98,7 @@ def ifca(
         ``init``: ``None`` or ``"random"``: ``k`` independent draws of ``model.init`` with
         the generator (they must differ); or a ``(k, P)`` tensor.  ``client_fraction``,
         ``participants``: client selection per round, as in
-        :func:`~networkedfl.algorithms.fedavg.fedavg` (no groups); ``seed``, ``callback``
+        :func:`~networkedfl.algorithms.fedavg` (no groups); ``seed``, ``callback``
         (history rows also hold ``cluster_sizes``: how many selected clients chose each
         cluster), ``device``, ``dtype``.
     n_clusters

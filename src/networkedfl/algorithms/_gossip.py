@@ -26,9 +26,9 @@ from torch import Tensor
 from .._validation import check_int
 from ..graphs import GraphLike, as_graph
 from ..nn import DEFAULT_DTYPE, ClientData, DeviceLike, FlatModel
+from ._local_sgd import local_sgd
 from .aggregate import consensus_distance, mix
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_sgd
 
 __all__ = [
     "MIXING_RULES",
@@ -186,7 +186,7 @@ def decentralized_fedavg(
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``,
         ``local_epochs``, ``batch_size``, ``lr`` (rounds and local training, as in
-        :func:`~networkedfl.algorithms.fedavg.fedavg`).  Optional: ``init`` (``(P,)``
+        :func:`~networkedfl.algorithms.fedavg`).  Optional: ``init`` (``(P,)``
         common start or ``(n, P)``), ``seed``, ``callback``, ``device``, ``dtype``.
     rule, alpha
         Mixing matrix (:func:`mixing_matrix`).

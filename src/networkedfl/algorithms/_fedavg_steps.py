@@ -10,9 +10,9 @@ global model, take ``tau`` steps ``theta_i <- theta_i - alpha^t grad_hat f_i(the
 The step size ``alpha^t`` follows the global iteration count ``t``, as in DFL, so FedAvg,
 DFL-SGD and DFL-GT can share a schedule.  With uniform weights a round equals ``tau``
 iterations of DFL-SGD in adapt-then-combine order with ``W = 11^T/n``
-(:func:`~networkedfl.algorithms.dfl.dfl_sgd`, ``order="atc"``).
+(:func:`~networkedfl.algorithms.dfl_sgd`, ``order="atc"``).
 
-Differences from :func:`~networkedfl.algorithms.fedavg.fedavg`: local work counted in
+Differences from :func:`~networkedfl.algorithms.fedavg`: local work counted in
 steps rather than epochs, step-size schedules, any per-client mini-batch source (vector or
 sequence targets), and a per-client parameter mask (a client's frozen coordinates keep its
 own value when the global model arrives; the server averages all clients' values).
@@ -28,8 +28,8 @@ from torch import Tensor
 
 from ..nn import FlatModel, batch_gradients, freeze
 from ..progress import tqdm
+from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_steps
 
 __all__ = ["fedavg_steps"]
 
@@ -50,7 +50,7 @@ def fedavg_steps(
     Parameters
     ----------
     model, data, options, **overrides
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the same options), except
+        As in :func:`~networkedfl.algorithms.dfl_sgd` (the same options), except
         ``init``: the starting global model ``(P,)``, or ``(n, P)`` starting models of the
         clients (their frozen coordinates keep these values; the global model starts as
         their average).

@@ -64,8 +64,8 @@ from torch import Tensor
 from .._validation import check_int
 from ..nn import FlatModel, GeneratorLike, batch_gradients, freeze, make_generator
 from ..progress import tqdm
+from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_steps
 
 __all__ = [
     "assign_nearest",
@@ -252,7 +252,7 @@ def fesem(
     Parameters
     ----------
     model, data, options, **overrides
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the same options; ``n_rounds``
+        As in :func:`~networkedfl.algorithms.dfl_sgd` (the same options; ``n_rounds``
         at least 1 without ``init_centres``).
     n_clusters
         ``K``.
