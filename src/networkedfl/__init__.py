@@ -11,9 +11,9 @@ scikit-learn.
 """
 
 from ._lazy import lazy_module_hooks
+from ._nodedata import NodeData
 from .graphs import EmpiricalGraph, chain_of_clusters, star, stochastic_block_model
 from .gtv import (
-    NodeData,
     PrimalDualResult,
     SquaredErrorLoss,
     gtv_primal_dual,

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from networkedfl import NodeData
 from networkedfl._validation import check_int, check_int_array
 from networkedfl.algorithms import dfl_sgd, fedavg, fedavg_steps, fedsgd, ifca
 from networkedfl.graphs import EmpiricalGraph, GraphError, stochastic_block_model
-from networkedfl.gtv import GTVRegressor, NodeData, SquaredErrorLoss
+from networkedfl.gtv import GTVRegressor, SquaredErrorLoss
 from networkedfl.nn import ClientBatches, ClientData, as_batches, linear_regression
 
 RNG = np.random.default_rng(0)

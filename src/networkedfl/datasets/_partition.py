@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._nodedata import NodeData
 from ..fedrelax import largest_remainder, softmax
-from ..gtv import NodeData
 from ..seeding import Seed, as_rng
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._nodedata import NodeData
 from ..graphs import GraphLike, as_graph
-from ._data import NodeData
 from ._losses import SquaredErrorLoss
 from ._primal_dual import gtv_primal_dual
 

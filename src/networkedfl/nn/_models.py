@@ -30,8 +30,8 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, grad, vmap
 
+from .._nodedata import NodeData
 from .._validation import check_int_array
-from ..gtv import NodeData
 
 __all__ = [
     "DEFAULT_DTYPE",

@@ -10,6 +10,7 @@ import pytest
 import torch
 from sklearn.metrics import adjusted_rand_score
 
+from networkedfl import NodeData
 from networkedfl.algorithms import (
     MIXING_RULES,
     consensus_distance,
@@ -24,7 +25,6 @@ from networkedfl.algorithms import (
     sample_clients,
 )
 from networkedfl.graphs import EmpiricalGraph, stochastic_block_model
-from networkedfl.gtv import NodeData
 from networkedfl.nn import (
     ClientData,
     client_gradients,

@@ -442,8 +442,9 @@ def test_entry_points_take_networkx_graphs_and_adjacency_matrices():
     """gtv_primal_dual and mixing_matrix give the same result for the three formats."""
     import networkx as nx
 
+    from networkedfl import NodeData
     from networkedfl.algorithms import mixing_matrix
-    from networkedfl.gtv import NodeData, SquaredErrorLoss, gtv_primal_dual
+    from networkedfl.gtv import SquaredErrorLoss, gtv_primal_dual
 
     rng = np.random.default_rng(0)
     g = stochastic_block_model([4, 4], 0.9, 0.1, rng)

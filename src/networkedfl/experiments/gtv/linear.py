@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..._nodedata import NodeData
 from ...graphs import EmpiricalGraph, chain_of_clusters, disjoint_union, stochastic_block_model
 from ...gtv import (
     LABEL_NOISE,
     REDUCTIONS,
-    NodeData,
     SquaredErrorLoss,
     cluster_index_step_sizes,
     cluster_weights_per_node,

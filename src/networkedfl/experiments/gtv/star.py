@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..._nodedata import NodeData
 from ...graphs import disjoint_union, star
-from ...gtv import NodeData, SquaredErrorLoss, gtv_primal_dual, linear_model_data
+from ...gtv import SquaredErrorLoss, gtv_primal_dual, linear_model_data
 from ..claims import check_all
 from ..registry import Claim, rng_for
 
