@@ -64,9 +64,11 @@ def _initial_clusters(
         )
         if k > 1 and torch.unique(models, dim=0).shape[0] < k:
             raise ValueError(
-                f"init='random' drew identical cluster models from {model.name}'s init; use a "
-                "random initialiser (e.g. linear_regression(..., init='bernoulli')) or pass "
-                f"init as a ({k}, {model.n_params}) tensor"
+                f"IFCA drew its {k} cluster models from {model.name}'s init and they are identical: "
+                "the initialiser does not draw (zeros, or from_module(..., init='module')); use one "
+                "that does (from_module(module, loss) draws as the module's reset_parameters(), "
+                f"linear_regression(..., init='bernoulli')) or pass init as a ({k}, {model.n_params}) "
+                "tensor"
             )
         return models
     t = init if isinstance(init, Tensor) else torch.as_tensor(np.asarray(init))

@@ -25,6 +25,7 @@ from ._dense import DenseDerivatives
 from ._mnist_network import TwoLayerNetwork, accuracy
 from ._models import (
     DEFAULT_DTYPE,
+    MODULE_INITS,
     ClientData,
     DeviceLike,
     FlatModel,
@@ -84,6 +85,7 @@ __all__ = [
     "linear_regression",
     "losses_of_models",
     "make_generator",
+    "MODULE_INITS",
     "next_word_cross_entropy",
     "NextWordBatches",
     "nplm",

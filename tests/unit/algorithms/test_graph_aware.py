@@ -52,7 +52,7 @@ def small_mlp(d_in=3, hidden=4, seed=0):
     torch.manual_seed(seed)  # module construction only; the algorithms never seed
     net = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1),
                               torch.nn.Flatten(0)).double()
-    return from_module(net, squared_error)
+    return from_module(net, squared_error, init="module")  # the module as constructed
 
 
 # ----------------------------------------------------------------------- mixing matrices
