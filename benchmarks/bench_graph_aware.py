@@ -112,7 +112,7 @@ def make_runs(dtype: torch.dtype):
         "dfl_sgd": lambda r: dfl_sgd(model, data, graph, n_rounds=r, lr=LR, **common),
         "dfl_gt": lambda r: dfl_gt(model, data, graph, n_rounds=r, lr=LR, **common),
         "fesem": lambda r: fesem(model, data, n_clusters=3, lam=0.1, n_rounds=r, lr=LR, **common),
-        "bigfl": lambda r: bigfl(model, data, graph, n_rounds=r, lr_lower=bl["lr_lower"],
+        "bigfl": lambda r: bigfl(model, data, graph, n_rounds=r, lr=bl["lr_lower"],
                                  lr_upper=bl["lr_upper"], lam=bl["lam"], kappa=bl["kappa"],
                                  n_negatives=bl["n_negatives"], neumann_terms=bl["neumann_terms"],
                                  **common),

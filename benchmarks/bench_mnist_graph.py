@@ -148,7 +148,7 @@ def main() -> None:
     model = net.flat_model(w0)
 
     def epoch():
-        local_momentum_sgd(model, data, epochs=1, batch_size=100, lr=0.1, momentum=0.5, init=w0,
+        local_momentum_sgd(model, data, local_epochs=1, batch_size=100, lr=0.1, momentum=0.5, init=w0,
                            seed=np.random.default_rng(0), dtype=torch.float32)
 
     epoch()

@@ -120,7 +120,6 @@ from ..nn import (
     make_generator,
     step_size,
 )
-from ..progress import tqdm
 from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
 
@@ -515,8 +514,7 @@ def bigfl(
         and ``A`` in ``L``.
     options, **overrides
         As in :func:`~networkedfl.algorithms.dfl_sgd` (the same options), for the LL:
-        ``local_steps`` LL steps ``tau`` per round, ``lr`` (or ``lr_lower=``) their step
-        ``beta``, ``batch_size`` their mini-batch (also that of the Jacobians in (10.20));
+        ``local_steps`` LL steps ``tau`` per round, ``lr`` their step ``beta``, ``batch_size`` their mini-batch (also that of the Jacobians in (10.20));
         ``seed`` also draws the negative samples.
     lr_upper
         ``alpha``: number or schedule of the round.
@@ -554,8 +552,7 @@ def bigfl(
             raise ValueError(f"{name} must be non-negative, got {value}")
     lam_upper = float(lam if lam_upper is None else lam_upper)
     run = start_run(model, data, options, overrides, "bigfl",
-                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
-                    aliases={"lr_lower": "lr"}, batches=True)
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
     opts, source, gen = run.options, run.data, run.seed
     n, p, dtype, device = run.n_clients, run.n_params, run.dtype, run.device
     lr_lower, batch_size = opts.lr, opts.batch_size
@@ -571,7 +568,7 @@ def bigfl(
     phi = torch.eye(emb.dim, dtype=dtype, device=device)
     d = emb.dim
     t = 0
-    for r in tqdm(range(1, opts.n_rounds + 1), desc="BiG-FL", disable=not opts.progress):
+    for r in run.rounds():
         # server -> clients: (L_i,: - L_ii) U^t phi^t, phi^t and L_ii (Algorithm 4, line 4)
         u_phi = emb(theta) @ phi
         anchor = prop @ u_phi - diag[:, None] * u_phi
@@ -600,4 +597,5 @@ def bigfl(
                    "hypergradient_norm": float(torch.linalg.norm(hyper)),
                    "phi_distance": float(torch.linalg.norm(phi - eye)), "step": t},
         )
+    run.recorder.close()
     return BiGFLResult(theta, theta, run.own, run.recorder.history, run.recorder.log, phi)

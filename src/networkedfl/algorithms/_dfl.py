@@ -59,7 +59,6 @@ from ..nn import (
     make_generator,
     step_size,
 )
-from ..progress import tqdm
 from ._gossip import mixing_matrix, to_torch_sparse
 from .aggregate import mix
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -224,8 +223,7 @@ def _run(method: Method, model: FlatModel, data: Any, mixing: Any,
          options: TrainingOptions | None, overrides: dict[str, Any], *, rule: str, order: Order,
          mask: Any, mask_average: bool) -> FederatedResult:
     run = start_run(model, data, options, overrides, f"dfl_{method}",
-                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
-                    batches=True)
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
     opts, n, tau = run.options, run.n_clients, run.options.local_steps
     w_mix, messages_per_gossip = mixing_operator(mixing, rule=rule, dtype=run.dtype, device=run.device)
     if w_mix.shape != (n, n):
@@ -237,8 +235,7 @@ def _run(method: Method, model: FlatModel, data: Any, mixing: Any,
         batch_size=opts.batch_size, method=method, order=order, mask=mask_t, params=params,
         seed=run.seed, mask_average=mask_average,
     )
-    rounds = tqdm(range(1, opts.n_rounds + 1), desc=f"DFL-{method.upper()}", disable=not opts.progress)
-    for r in rounds:
+    for r in run.rounds():
         for _ in range(tau):
             state = next(steps)
         params = state.params

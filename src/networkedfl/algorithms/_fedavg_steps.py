@@ -27,7 +27,6 @@ import torch
 from torch import Tensor
 
 from ..nn import FlatModel, batch_gradients, freeze
-from ..progress import tqdm
 from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
 
@@ -78,8 +77,7 @@ def fedavg_steps(
         zeros (the groups with ``groups``).
     """
     run = start_run(model, data, options, overrides, "fedavg_steps",
-                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
-                    batches=True)
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
     opts, source, gen = run.options, run.data, run.seed
     n, p, dtype, device = run.n_clients, run.n_params, run.dtype, run.device
     mask_t = run.mask(mask)
@@ -115,7 +113,7 @@ def fedavg_steps(
     gradients = batch_gradients(model)
     zeros = run.zeros if group_of is None else group_of
     t = 0
-    for r in tqdm(range(1, opts.n_rounds + 1), desc="FedAvg", disable=not opts.progress):
+    for r in run.rounds():
         theta = freeze(glob.expand(n, -1) if member is None else glob[group_of], clients, mask_t)
         theta, t = local_steps(lambda th, batch: gradients(th, *batch), theta, source,
                                steps=opts.local_steps, batch_size=opts.batch_size, lr=opts.lr,

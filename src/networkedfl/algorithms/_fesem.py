@@ -63,7 +63,6 @@ from torch import Tensor
 
 from .._validation import check_int
 from ..nn import FlatModel, GeneratorLike, batch_gradients, freeze, make_generator
-from ..progress import tqdm
 from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
 
@@ -287,10 +286,9 @@ def fesem(
     if not lam >= 0:
         raise ValueError(f"lam must be non-negative, got {lam}")
     run = start_run(model, data, options, overrides, "fesem",
-                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
-                    batches=True)
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
     opts, gen, p, dtype, device = run.options, run.seed, run.n_params, run.dtype, run.device
-    n_rounds = check_int(opts.n_rounds, "n_rounds", minimum=0 if init_centres is not None else 1)
+    check_int(opts.n_rounds, "n_rounds", minimum=0 if init_centres is not None else 1)
     mask_t = run.mask(mask)
     theta = run.initial_rows(run.n_clients, "client")
     gradients = batch_gradients(model)
@@ -324,7 +322,7 @@ def fesem(
         new = cluster_means(models, r_, centres_, held)  # (10.9)
         return new, (None if held is None else cluster_support(r_, held, support_))
 
-    for r in tqdm(range(1, n_rounds + 1), desc="FeSEM", disable=not opts.progress):
+    for r in run.rounds():
         if warm_up and r == 1:  # tau unpenalised local steps, then k-means of the models
             theta = local_update(theta, None, 0.0)
             centres, assignment, support = kmeans(

@@ -215,7 +215,7 @@ def decentralized_fedavg(
     messages_per_step = int(w_mix.nnz - np.count_nonzero(w_mix.diagonal()))
     w_torch = to_torch_sparse(w_mix, dtype=run.dtype, device=run.device)
     params = run.initial_rows(n, "client")
-    for t in range(1, opts.n_rounds + 1):
+    for t in run.rounds():
         params = local_sgd(model, params, run.data, epochs=opts.local_epochs,
                            batch_size=opts.batch_size, lr=opts.lr, seed=run.seed)
         for _ in range(gossip_steps):

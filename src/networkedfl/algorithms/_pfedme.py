@@ -130,7 +130,7 @@ def pfedme(
     n_local = data.n_samples
     take = min(batch_size, data.max_samples)
     trains = allowed
-    for t in range(1, opts.n_rounds + 1):
+    for t in run.rounds():
         local_w = global_w.expand(n, -1).clone()
         theta = torch.where(trains[:, None], global_w.expand(n, -1), theta)
         for _ in range(local_rounds):

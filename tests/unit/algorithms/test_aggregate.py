@@ -83,13 +83,13 @@ def test_options_as_one_object_and_as_keywords_give_the_same_run():
     assert not torch.equal(overridden.client_params, by_object.client_params)
 
 
-def test_local_training_accepts_epochs_as_its_name_of_local_epochs():
+def test_local_training_runs_n_rounds_of_local_epochs():
     data, model = _data(), linear_regression(2)
-    a = local_training(model, data, epochs=2, batch_size=None, lr=0.1)
+    a = local_training(model, data, n_rounds=2, local_epochs=1, batch_size=None, lr=0.1)
     b = local_training(model, data, TrainingOptions(local_epochs=2, batch_size=None, lr=0.1))
-    assert torch.equal(a.client_params, b.client_params) and a.n_rounds == 2
-    with pytest.raises(TypeError, match="both 'epochs' and 'local_epochs'"):
-        local_training(model, data, epochs=2, local_epochs=2, batch_size=None, lr=0.1)
+    assert torch.equal(a.client_params, b.client_params) and (a.n_rounds, b.n_rounds) == (2, 1)
+    with pytest.raises(TypeError, match="'epochs'; did you mean 'local_epochs'"):
+        local_training(model, data, epochs=2, batch_size=None, lr=0.1)
 
 
 @pytest.mark.parametrize(
@@ -103,7 +103,7 @@ def test_local_training_accepts_epochs_as_its_name_of_local_epochs():
          "fedsgd\\(\\) does not use the option 'batch_size'"),
         (lambda m, d: fedsgd(m, d, n_rounds=1, lr=0.1, n_round=2), TypeError,
          "unexpected keyword argument 'n_round'"),
-        (lambda m, d: fedsgd(m, d, n_rounds=1, lr=-0.1), ValueError, "lr must be positive"),
+        (lambda m, d: fedsgd(m, d, n_rounds=1, lr=-0.1), ValueError, "lr must be finite and positive"),
         (lambda m, d: fedsgd(m, d, n_rounds=1, lr=0.1, client_fraction=1.5), ValueError,
          "client_fraction"),
         (lambda m, d: fedavg(m, d, n_rounds=1, local_epochs=1, batch_size=0, lr=0.1), ValueError,

@@ -532,7 +532,7 @@ def test_same_seed_same_result_other_seed_other_batches():
     b = local_sgd(model, start, data, epochs=1, batch_size=3, lr=0.05, seed=g5)
     assert not torch.equal(a, b)
     # local training epoch by epoch = one local_sgd call with all epochs
-    loc = local_training(model, data, epochs=3, batch_size=3, lr=0.05, seed=7)
+    loc = local_training(model, data, n_rounds=3, local_epochs=1, batch_size=3, lr=0.05, seed=7)
     ref = local_sgd(
         model,
         start,

@@ -186,7 +186,7 @@ def test_bigfl_round_from_the_equilibrium_descends_the_ul_objective(options):
     before = prob.ell(eye)
     grad, _ = prob.hyper(start, eye, inverse="exact")
     alpha = 1e-2
-    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=1, local_steps=2, lr_lower=0.1,
+    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=1, local_steps=2, lr=0.1,
                 lr_upper=alpha, batch_size=None, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
                 n_negatives=N, init=start, seed=0, **options)
     torch.testing.assert_close(res.client_params, start, rtol=0, atol=1e-12)
@@ -201,7 +201,7 @@ def test_recorded_upper_loss_is_the_ul_loss_at_the_lower_level_iterate():
     frozen (alpha ~ 0), while l(phi) stays put."""
     prob = make_problem(False)
     init = prob.model.initial_params(torch.Generator().manual_seed(3), dtype=DT)
-    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=40, local_steps=5, lr_lower=0.1,
+    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=40, local_steps=5, lr=0.1,
                 lr_upper=1e-12, batch_size=None, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
                 n_negatives=N, init=init, seed=0)
     recorded = np.array([row["upper_loss"] for row in res.history])
@@ -243,7 +243,7 @@ def test_bigfl_history_diagnostics_isolate_the_upper_level_step():
     prob = make_problem(False)
     init = prob.model.initial_params(torch.Generator().manual_seed(3), dtype=DT)
     alpha = 1e-3
-    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr_lower=0.1,
+    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr=0.1,
                 lr_upper=alpha, batch_size=4, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
                 n_negatives=1, neumann_scale=0.0, init=init, seed=0)
     h = {key: np.array([row[key] for row in res.history])
@@ -262,7 +262,7 @@ def test_bigfl_history_diagnostics_isolate_the_upper_level_step():
     # one sampled non-neighbour of two: the recorded loss carries sampling noise the full one has not
     assert not np.allclose(h["upper_loss"], h["upper_loss_full"], rtol=0, atol=1e-6)
     # without the diagnostics (tuning runs): the same run, only those three entries missing
-    plain = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr_lower=0.1,
+    plain = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr=0.1,
                   lr_upper=alpha, batch_size=4, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
                   n_negatives=1, neumann_scale=0.0, init=init, seed=0, diagnostics=False)
     assert torch.equal(plain.client_params, res.client_params) and torch.equal(plain.phi, res.phi)

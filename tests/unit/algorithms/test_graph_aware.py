@@ -290,7 +290,7 @@ def test_bigfl_runs_batched_with_mask_and_projection():
     mask[:, :3] = 0.0  # freeze the first three weights of every client
     proj = torch.randn(model.n_params, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     seen = []
-    res = bigfl(model, data, ring(6), n_rounds=3, local_steps=2, lr_lower=0.05, lr_upper=0.05,
+    res = bigfl(model, data, ring(6), n_rounds=3, local_steps=2, lr=0.05, lr_upper=0.05,
                 batch_size=4, lam=0.1, kappa=0.01, n_negatives=2, embedding=proj, mask=mask,
                 seed=0, callback=lambda s: seen.append(s.round) or {"custom": 1})
     assert res.phi.shape == (4, 4) and not torch.allclose(res.phi, torch.eye(4, dtype=torch.float64))
@@ -327,7 +327,7 @@ def test_frozen_coordinates_never_change_in_any_algorithm():
         "dfl_sgd": dfl_sgd(model, data, ring(4), lr=0.1, **kw),
         "dfl_gt": dfl_gt(model, data, ring(4), lr=0.1, **kw),
         "fesem": fesem(model, data, n_clusters=2, lr=0.1, lam=0.1, **kw),
-        "bigfl": bigfl(model, data, ring(4), lr_lower=0.1, lr_upper=0.1, lam=0.1, kappa=0.01,
+        "bigfl": bigfl(model, data, ring(4), lr=0.1, lr_upper=0.1, lam=0.1, kappa=0.01,
                        n_negatives=1, **kw),
     }
     for name, res in runs.items():

@@ -163,7 +163,8 @@ def test_every_method_takes_progress(name, capsys):
                                               batch_size=2, **kwargs),
     }[name]
     assert call().n_rounds == 2
-    assert "2/2" in capsys.readouterr().err  # the bar reached its end
+    err = capsys.readouterr().err
+    assert f"{name}:" in err and "/2 [" in err  # a bar over the two rounds
 
 
 @pytest.mark.parametrize("name", ["fedavg", "ifca", "local_training", "dfl_sgd", "fedavg_steps"])

@@ -138,7 +138,7 @@ def test_frozen_rows_stay_zero_after_training(masked_problem, method):
         hidden = lay.hidden_layer
         proj = torch.randn(hidden.stop - hidden.start, 4, generator=torch.Generator().manual_seed(0),
                            dtype=torch.float64)
-        res = bigfl(model, data, ring(3), lr_lower=0.3, lr_upper=0.01, lam=0.1, kappa=0.01,
+        res = bigfl(model, data, ring(3), lr=0.3, lr_upper=0.01, lam=0.1, kappa=0.01,
                     n_negatives=1, embedding=lambda th: th[:, hidden] @ proj, **kw)
     emb = res.client_params[:, lay.slices["embedding"]].reshape(3, 6, 3)
     absent = torch.as_tensor(~present)

@@ -427,7 +427,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
         spec = params["bigfl"]
         projection = _hidden_projection(layout, int(spec["projection_dim"]),
                                         rng_for(base_seed, experiment_id, seed, "projection"), dtype, device)
-        result = bigfl(model, data, task.graph, lr_lower=lr, lr_upper=float(spec["lr_upper"]),
+        result = bigfl(model, data, task.graph, lr=lr, lr_upper=float(spec["lr_upper"]),
                        lam=float(spec["lam"]), kappa=float(spec["kappa"]),
                        lam_upper=float(spec["lam_upper"]), n_negatives=int(spec["n_negatives"]),
                        neumann_terms=int(spec["neumann_terms"]), embedding=projection, init=init,

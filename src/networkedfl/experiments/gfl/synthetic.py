@@ -439,7 +439,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
             _adjusted_rand(result.assignment.cpu().numpy(), inst.graphs.components))
     elif setting == "bigfl":
         bs = params["bigfl"]
-        result = bigfl(model, data, graph, lr_lower=float(bs["lr_lower"]), lr_upper=float(bs["lr_upper"]),
+        result = bigfl(model, data, graph, lr=float(bs["lr_lower"]), lr_upper=float(bs["lr_upper"]),
                        lam=float(bs["lam"]), kappa=float(bs["kappa"]),
                        lam_upper=float(bs.get("lam_upper", bs["lam"])),
                        n_negatives=int(bs["n_negatives"]), neumann_terms=int(bs["neumann_terms"]),

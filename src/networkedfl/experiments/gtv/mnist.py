@@ -278,7 +278,7 @@ def _local_sgd(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) ->
 
     rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
     local_momentum_sgd(problem.network.flat_model(w0), _client_data(problem),
-                       epochs=int(spec["epochs"]), batch_size=int(spec["batch_size"]),
+                       n_rounds=int(spec["epochs"]), local_epochs=1, batch_size=int(spec["batch_size"]),
                        lr=float(spec["lr"]), momentum=float(spec.get("momentum", 0.0)), init=w0,
                        seed=rng, callback=_round_callback(problem, rec),
                        device=problem.device, dtype=problem.dtype)
