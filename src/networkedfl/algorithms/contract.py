@@ -67,6 +67,7 @@ from .aggregate import check_fraction, consensus_distance, sample_clients
 from .errors import NonFiniteError
 
 __all__ = [
+    "STOP",
     "UNSET",
     "Callback",
     "FederatedResult",
@@ -129,6 +130,20 @@ class RoundState:
 #: ``callback(state) -> dict | bool | None``: extra entries of the round's history row, or
 #: ``True`` to stop the run after this round.
 Callback = Callable[[RoundState], Mapping[str, Any] | bool | None]
+
+
+class _Stop:
+    def __repr__(self) -> str:
+        return "STOP"
+
+    def __reduce__(self) -> str:
+        return "STOP"
+
+
+#: A key of a callback's dict that stops the run after the round, the dict's other entries
+#: recorded (what :func:`~networkedfl.algorithms.loggers.compose` returns when one of its
+#: callbacks returns ``True``): ``{**entries, STOP: True}``.
+STOP: Any = _Stop()
 
 
 @dataclass(frozen=True, eq=False)
@@ -244,7 +259,9 @@ class Recorder:
             if isinstance(more, bool | np.bool_):
                 self.stopped = bool(more)
             elif isinstance(more, Mapping):
-                row.update(more)
+                entries = dict(more)
+                self.stopped = bool(entries.pop(STOP, False))
+                row.update(entries)
             elif more is not None:
                 raise TypeError(f"callback returned {type(more).__name__} after round {round_}: it must "
                                 "return None, a dict of history entries, or True to stop the run")
@@ -315,7 +332,10 @@ class TrainingOptions:
         stops the run after the round.
     device, dtype
         Where and in which precision to compute: a device or its name (default the CPU), a
-        floating dtype or its name (default :data:`~networkedfl.nn.DEFAULT_DTYPE`).
+        floating dtype or its name; ``None`` (default): the data's precision (the dtype of a
+        ``ClientData``'s or ``ClientBatches``' sample weights, float32 unless they were built
+        in another), else :data:`~networkedfl.nn.DEFAULT_DTYPE` (float32), as scikit-learn
+        estimators keep their input's precision.
     progress
         Show a tqdm bar over the rounds (``None``: as the environment says,
         :func:`networkedfl.progress.show_progress`).
@@ -333,7 +353,7 @@ class TrainingOptions:
     seed: GeneratorLike | None = None
     callback: Callback | None = None
     device: DeviceLike = "cpu"
-    dtype: torch.dtype | str = DEFAULT_DTYPE
+    dtype: torch.dtype | str | None = None
     progress: bool | None = False
 
     def replace(self, **changes: Any) -> TrainingOptions:
@@ -436,8 +456,12 @@ def start_run(
     for key in changes:
         if key not in names:
             raise _unknown_option(method, key, names)
-    opts = (options or TrainingOptions()).replace(**changes).resolve(
-        method, required=required, optional=optional, defaults=defaults)
+    opts = (options or TrainingOptions()).replace(**changes)
+    if opts.dtype is None:  # the precision of the data
+        weights = getattr(data, "sample_weights", None)
+        floating = isinstance(weights, Tensor) and weights.is_floating_point()
+        opts = opts.replace(dtype=weights.dtype if floating else DEFAULT_DTYPE)
+    opts = opts.resolve(method, required=required, optional=optional, defaults=defaults)
     if batches:
         data = as_batches(data, opts.dtype, opts.device)
     elif isinstance(data, ClientData):

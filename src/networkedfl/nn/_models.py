@@ -58,8 +58,10 @@ __all__ = [
 ]
 
 DeviceLike = str | torch.device
-#: The one default precision of the torch code (models, client data, algorithms).
-DEFAULT_DTYPE = torch.float64
+#: The one default precision of the torch code (models, client data, algorithms): float32, as
+#: PyTorch's own.  Pass ``dtype=torch.float64`` (or ``"float64"``) where a result needs it; the
+#: pipeline's targets name theirs (float64 unless their configuration says otherwise).
+DEFAULT_DTYPE = torch.float32
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 #: What the algorithms accept as a source of randomness (see :func:`make_generator`).
 GeneratorLike = torch.Generator | np.random.Generator | int

@@ -131,7 +131,7 @@ def test_resolve_fills_the_method_defaults_and_parses_device_and_dtype():
 
 
 def test_one_default_dtype_and_its_parser():
-    assert DEFAULT_DTYPE is torch.float64 and as_dtype(None) is torch.float64
+    assert DEFAULT_DTYPE is torch.float32 and as_dtype(None) is torch.float32  # issue 35: float32
     assert as_dtype("float32") is torch.float32 and as_dtype(torch.float64) is torch.float64
     with pytest.raises(ValueError, match="dtype"):
         as_dtype(torch.int64)

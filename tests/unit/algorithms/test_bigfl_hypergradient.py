@@ -48,7 +48,7 @@ class Problem:
         self.data = ClientBatches.from_arrays(x, y, dtype=DT)
         self.batch = (self.data.features, self.data.targets, self.data.sample_weights)
         self.graph = ring(N)
-        self.prop = normalized_adjacency(self.graph)
+        self.prop = normalized_adjacency(self.graph, dtype=torch.float64)
         self.neighbours = torch.as_tensor(self.graph.adjacency.toarray() > 0).to(DT)
         self.negatives = negative_samples(self.neighbours, N, torch.Generator().manual_seed(0))
         # identity (d = P) or a fixed (P, 4) projection, the Fig. 10.4 kind of embedding
@@ -219,7 +219,7 @@ def test_all_negatives_give_the_expectation_of_the_sampled_ul_loss():
     ``negative_samples`` (uniform k-subsets of the non-neighbours, independent per node)."""
     n, k = 6, 2
     graph = ring(n)
-    prop = normalized_adjacency(graph)
+    prop = normalized_adjacency(graph, dtype=torch.float64)
     neighbours = torch.as_tensor(graph.adjacency.toarray() > 0).to(DT)
     gen = torch.Generator().manual_seed(4)
     u = torch.randn(n, 3, generator=gen, dtype=DT)
@@ -318,9 +318,9 @@ def test_nplm_hypergradient_with_closed_forms_equals_autograd():
     batch = source.sample(None, torch.Generator().manual_seed(0))
     present = rng.random((N, 9)) < 0.7
     mask = torch.as_tensor(layout.frozen_rows_mask(present)).to(DT)
-    theta = layout.zero_absent_rows(model.initial_params(torch.Generator().manual_seed(1)), present)
+    theta = layout.zero_absent_rows(model.initial_params(torch.Generator().manual_seed(1), dtype=torch.float64), present)
     graph = ring(N)
-    prop = normalized_adjacency(graph)
+    prop = normalized_adjacency(graph, dtype=torch.float64)
     neighbours = torch.as_tensor(graph.adjacency.toarray() > 0).to(DT)
     negatives = negative_samples(neighbours, 2, torch.Generator().manual_seed(2))
     hidden = layout.hidden_layer

@@ -68,7 +68,7 @@ def test_per_sample_torch_losses_leave_the_padding_out():
 
 
 def mlp_with(flat):
-    net = mlp(0).to(flat.dtype)
+    net = mlp(0).to(flat.dtype).requires_grad_(False)
     torch.nn.utils.vector_to_parameters(flat, net.parameters())
     return net
 

@@ -46,7 +46,7 @@ def _clients(seed: int, counts, m: int, d: int):
         y[i, c:] = -1e3
     xs = [x[i, :c] for i, c in enumerate(counts)]
     ys = [y[i, :c] for i, c in enumerate(counts)]
-    return ClientData.from_arrays(x, y, counts), xs, ys
+    return ClientData.from_arrays(x, y, counts, dtype=torch.float64), xs, ys
 
 
 def _pfedme_reference(xs, ys, w0, *, rounds, local_rounds, inner, lr, plr, lam, beta):
@@ -348,11 +348,11 @@ def test_local_momentum_clients_do_not_interact():
     y = rng.standard_normal((2, 6))
     kw = dict(n_rounds=4, local_epochs=1, batch_size=6, lr=0.05, momentum=0.7, seed=0)
     init = np.array([[0.1, 0.2, 0.3], [-0.3, 0.0, 0.5]])
-    a = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x, y), init=init, **kw)
-    b = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x[::-1].copy(), y[::-1].copy()),
+    a = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x, y, dtype=torch.float64), init=init, **kw)
+    b = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x[::-1].copy(), y[::-1].copy(), dtype=torch.float64),
                            init=init[::-1].copy(), **kw)
     torch.testing.assert_close(b.client_params, a.client_params.flip(0), rtol=0, atol=1e-14)
-    alone = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x[:1], y[:1]),
+    alone = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x[:1], y[:1], dtype=torch.float64),
                                init=init[0], **kw)
     torch.testing.assert_close(alone.client_params[0], a.client_params[0], rtol=0, atol=1e-14)
     assert not torch.allclose(a.client_params[0], a.client_params[1])

@@ -142,7 +142,8 @@ def _torch_setup(params: Params) -> tuple[Any, Any, Any]:
 
     from ...nn import as_device, as_dtype
 
-    return torch, as_dtype(params.get("dtype")), as_device(params.get("device"))
+    # float64 unless the configuration names another (the package's default is float32)
+    return torch, as_dtype(params.get("dtype", "float64")), as_device(params.get("device"))
 
 
 def method_settings(params: Params) -> list[str]:

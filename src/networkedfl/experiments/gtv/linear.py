@@ -249,6 +249,8 @@ def _fedavg(inst: Instance, params: Params, rng: np.random.Generator, *, oracle_
 
 def _ifca(inst: Instance, params: Params, rng: np.random.Generator):
     """IFCA with linear models without bias (GTV Table I, Fig. 2; Ghosh et al. 2020)."""
+    import torch
+
     from ...algorithms import ifca  # PyTorch is imported on first use
     from ...nn import ClientData, linear_regression
 
@@ -256,10 +258,10 @@ def _ifca(inst: Instance, params: Params, rng: np.random.Generator):
     n_clusters = int(spec.get("n_clusters", int(inst.graph.clusters.max()) + 1))
     result = ifca(
         linear_regression(inst.data.dim, bias=False, init=spec.get("init", "bernoulli")),
-        ClientData.from_node_data(inst.data),
+        ClientData.from_node_data(inst.data, dtype=torch.float64),
         n_clusters=n_clusters, n_rounds=int(spec.get("rounds", 300)), lr=float(spec.get("lr", 0.1)),
         aggregation=spec.get("aggregation", "cluster"), participants=inst.mask, seed=rng,
-        device=params.get("device", "cpu"),
+        device=params.get("device", "cpu"), dtype=torch.float64,  # the GTV paper's NumPy precision
     )
     w = result.client_params.cpu().numpy()
     return linear_predictions(inst.data, w), w

@@ -85,7 +85,7 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
         int(params["n_clients"]), int(params["samples_per_client"]), int(params["n_test"]),
         int(spec["dim"]), int(spec["n_classes"]), float(spec["separation"]), data_rng)
     model = softmax_regression(int(spec["dim"]), int(spec["n_classes"]))
-    clients = ClientData.from_arrays(x, y)
+    clients = ClientData.from_arrays(x, y, dtype=torch.float64)  # the lecture's precision
     device = torch.device(params.get("device", "cpu"))
     test_x = torch.as_tensor(x_test, device=device)[None]
     test_y = torch.as_tensor(y_test, device=device)[None]
@@ -100,7 +100,7 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
 
     common = {"n_rounds": int(params["rounds"]), "lr": float(params["lr"]),
               "seed": rng_for(base_seed, experiment_id, seed, setting),
-              "callback": evaluate, "device": device}
+              "callback": evaluate, "device": device, "dtype": torch.float64}
     if run["method"] == "fedsgd":
         result = fedsgd(model, clients, **common)
     elif run["method"] == "fedavg":
@@ -125,6 +125,8 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
 def run_lecture_table(params: Params, setting: str, seed: int, base_seed: int, *,
                       experiment_id: str) -> pd.DataFrame:
     """The lecture's table, plus what one round of FedSGD and FedAvg actually uploads."""
+    import torch
+
     from ...algorithms import fedavg, fedsgd
     from ...nn import ClientData, softmax_regression
 
@@ -132,11 +134,11 @@ def run_lecture_table(params: Params, setting: str, seed: int, base_seed: int, *
                for method, row in LECTURE_TABLE.items() for column, text in row.items()]
     rng = rng_for(base_seed, experiment_id, seed)
     x, y, _, _ = gaussian_mixture_classification(3, 20, 1, 4, 3, 3.0, rng)
-    model, clients = softmax_regression(4, 3), ClientData.from_arrays(x, y)
-    device = params.get("device", "cpu")
-    runs = {"FedSGD": fedsgd(model, clients, n_rounds=1, lr=0.1, seed=rng, device=device),
+    model, clients = softmax_regression(4, 3), ClientData.from_arrays(x, y, dtype=torch.float64)
+    device, dtype = params.get("device", "cpu"), torch.float64  # the table's precision (8-byte floats)
+    runs = {"FedSGD": fedsgd(model, clients, n_rounds=1, lr=0.1, seed=rng, device=device, dtype=dtype),
             "FedAvg": fedavg(model, clients, n_rounds=1, local_epochs=1, batch_size=5, lr=0.1,
-                             seed=rng, device=device)}
+                             seed=rng, device=device, dtype=dtype)}
     for method, result in runs.items():
         records.append({"method": method, "metric": "run_log_upload",
                         "value": result.log[0]["upload"], "seed": seed})
