@@ -35,6 +35,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._nodedata import NodeData
 from .._validation import check_int_array
+from ..seeding import as_rng
 
 __all__ = [
     "DEFAULT_DTYPE",
@@ -101,9 +102,11 @@ def make_generator(source: GeneratorLike | None) -> torch.Generator:
     ----------
     source
         A :class:`torch.Generator` (returned as it is, so its state advances as it is
-        used), a :class:`numpy.random.Generator` (one 63-bit seed is drawn from it), an
-        ``int`` seed, or ``None`` (a generator seeded from fresh OS entropy: not
-        reproducible).  This is the ``seed`` convention of :mod:`networkedfl.seeding`.
+        used), a :class:`numpy.random.Generator` (one 63-bit seed is drawn from it; from a
+        ``SeedSequence``, ``BitGenerator`` or ``RandomState``, from the generator
+        :func:`networkedfl.seeding.as_rng` makes of it), an ``int`` seed, or ``None`` (a
+        generator seeded from fresh OS entropy: not reproducible).  This is the ``seed``
+        convention of :mod:`networkedfl.seeding`.
 
     Notes
     -----
@@ -116,14 +119,15 @@ def make_generator(source: GeneratorLike | None) -> torch.Generator:
         generator = torch.Generator(device="cpu")
         generator.seed()  # non-deterministic, as numpy.random.default_rng(None)
         return generator
-    if isinstance(source, np.random.Generator):
-        seed = int(source.integers(0, 2**63 - 1))
+    if isinstance(source, np.random.Generator | np.random.SeedSequence | np.random.BitGenerator
+                  | np.random.RandomState):
+        seed = int(as_rng(source).integers(0, 2**63 - 1))  # a Generator: as it is, advancing
     elif isinstance(source, int | np.integer) and not isinstance(source, bool):
         seed = int(source)
     else:
         raise TypeError(
-            "seed must be None, an int, a numpy.random.Generator or a torch.Generator, "
-            f"got {type(source).__name__}"
+            "seed must be None, an int, a numpy Generator, SeedSequence, BitGenerator or "
+            f"RandomState, or a torch.Generator, got {type(source).__name__}"
         )
     return torch.Generator(device="cpu").manual_seed(seed)
 
