@@ -107,7 +107,7 @@ import torch
 from torch import Tensor
 from torch.func import vjp
 
-from .._validation import check_int
+from .._validation import check_finite, check_int
 from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
 from ..nn import (
     DEFAULT_DTYPE,
@@ -547,9 +547,10 @@ def bigfl(
         ``upper_loss_full``, ``upper_loss_identity`` and ``hypergradient_norm`` (module
         docstring), ``phi_distance`` ``||phi - I||_F`` after the step and ``step``.
     """
-    for name, value in (("lam", lam), ("kappa", kappa)):
-        if not value >= 0:
-            raise ValueError(f"{name} must be non-negative, got {value}")
+    for name, value in (("lam", lam), ("kappa", kappa), ("lam_upper", lam_upper), ("lr_upper", lr_upper),
+                        ("neumann_scale", neumann_scale)):  # 0: no UL step, no Neumann terms
+        if value is not None and not callable(value):
+            check_finite(value, name, sign="non-negative")
     lam_upper = float(lam if lam_upper is None else lam_upper)
     run = start_run(model, data, options, overrides, "bigfl",
                     required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)

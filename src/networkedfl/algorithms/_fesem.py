@@ -61,7 +61,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .._validation import check_int
+from .._validation import check_finite, check_int
 from ..nn import FlatModel, GeneratorLike, batch_gradients, freeze, make_generator
 from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -283,8 +283,7 @@ def fesem(
     """
     k = check_int(n_clusters, "n_clusters", minimum=1)
     restarts = check_int(kmeans_restarts, "kmeans_restarts", minimum=1)
-    if not lam >= 0:
-        raise ValueError(f"lam must be non-negative, got {lam}")
+    check_finite(lam, "lam", sign="non-negative")
     run = start_run(model, data, options, overrides, "fesem",
                     required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
     opts, gen, p, dtype, device = run.options, run.seed, run.n_params, run.dtype, run.device

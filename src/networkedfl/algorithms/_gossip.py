@@ -95,7 +95,7 @@ def mixing_matrix(
         top = float(wdeg.max()) if n else 0.0
         if alpha is None:
             alpha = 1.0 / (top + 1.0)
-        elif not (alpha > 0 and alpha * top <= 1.0 + 1e-12):
+        elif not (np.isfinite(alpha) and alpha > 0 and alpha * top <= 1.0 + 1e-12):
             raise ValueError(
                 f"laplacian rule: alpha must lie in (0, 1/max weighted degree = "
                 f"{1.0 / top if top > 0 else float('inf')}], got {alpha}"

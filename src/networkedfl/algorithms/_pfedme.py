@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .._validation import check_int
+from .._validation import check_finite, check_int
 from ..nn import ClientData, FlatModel, batch_gradients, sgd_step
 from ._local_sgd import epoch_order
 from .aggregate import sample_clients
@@ -112,8 +112,7 @@ def pfedme(
     local_rounds = check_int(local_rounds, "local_rounds", minimum=1)
     inner_steps = check_int(inner_steps, "inner_steps", minimum=1)
     for name, value in (("personal_lr", personal_lr), ("lam", lam)):
-        if not value > 0:
-            raise ValueError(f"{name} must be positive, got {value!r}")
+        check_finite(value, name, sign="positive")
     if not 0 < beta <= 2:
         raise ValueError(f"beta must be in (0, 2], got {beta!r}")
     run = start_run(model, data, options, overrides, "pfedme", required=("n_rounds",),

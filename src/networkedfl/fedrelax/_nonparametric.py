@@ -49,7 +49,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_int
+from .._validation import check_finite, check_int
 from ..graphs import GraphLike, as_graph
 from ..progress import show_progress, tqdm
 from ..seeding import Seed, as_rng
@@ -291,8 +291,8 @@ def fedrelax(
     """
     graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
     n = graph.n_nodes
-    if alpha < 0 or not np.isfinite(alpha):
-        raise ValueError(f"alpha must be finite and non-negative, got {alpha!r}")
+    check_finite(alpha, "alpha", sign="non-negative")
+    check_finite(distillation_weight, "distillation_weight", sign="non-negative")
     if isinstance(n_iter, bool) or int(n_iter) != n_iter or n_iter < 0:
         raise ValueError(f"n_iter must be a non-negative integer, got {n_iter!r}")
     if weighting not in ("paper", "objective"):

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse.linalg import splu
 
+from .._validation import check_finite, check_int
 from ..graphs import EmpiricalGraph, GraphError, GraphLike, as_graph
 from ..progress import show_progress, tqdm
 from ._losses import LocalLoss
@@ -499,7 +500,22 @@ def gtv_primal_dual(
         for ``d <= 8``, ``nlasso`` penalties; not wrappers such as
         :class:`~networkedfl.gtv.UnprojectedEdges`), else NumPy.  ``"numba"``: the
         kernels, or an error saying why they cannot be used.  ``"numpy"``: NumPy and scipy.
+
+    Raises
+    ------
+    ValueError
+        A step size (``tau``, ``sigma``, ``prox_tau``: finite and positive), ``lam`` or
+        ``gap_tol`` (finite and non-negative), ``w0`` or ``u0`` (finite) that is not, naming
+        the argument and the first bad node or edge.
     """
+    for name, value, sign, element in (("tau", tau, "positive", "node"), ("sigma", sigma, "positive", "edge"),
+                                       ("prox_tau", prox_tau, "positive", "node"),
+                                       ("lam", lam, "non-negative", "edge"),
+                                       ("gap_tol", gap_tol, "non-negative", "entry"),
+                                       ("w0", w0, None, "node"), ("u0", u0, None, "edge")):
+        if value is not None:  # at entry: the iteration never sees a NaN or infinite step
+            check_finite(value, name, sign=sign, element=element)
+    check_int(gap_every, "gap_every", minimum=1)
     graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
     penalty = get_penalty(penalty)
     if isinstance(n_iter, bool) or not isinstance(n_iter, int | np.integer) or n_iter < 1:

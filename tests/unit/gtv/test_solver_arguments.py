@@ -14,7 +14,7 @@ from networkedfl.gtv import (
 
 
 def problem():
-    graph = chain_of_clusters(2, 4, seed=0)
+    graph = chain_of_clusters([4, 4], 0.5)
     data = linear_model_data(np.repeat([[1.0, 0.0], [0.0, 1.0]], 4, axis=0), 5, 0.1, seed=1)
     return graph, SquaredErrorLoss(data)
 
