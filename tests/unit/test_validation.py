@@ -230,9 +230,9 @@ def test_gtv_regressor_checks_n_iter_and_warns_on_an_empty_mask():
     x, y = RNG.standard_normal((6, 4, 2)), RNG.standard_normal((6, 4))
     for n_iter in (-5, 0, 2.5, True):
         with pytest.raises(ValueError, match="n_iter must be a positive integer"):
-            GTVRegressor(lam=0.1, n_iter=n_iter).fit(graph, x, y)
+            GTVRegressor(graph, lam=0.1, n_iter=n_iter).fit(x, y)
     with pytest.warns(UserWarning, match="the sampling mask selects no node"):
-        GTVRegressor(lam=0.1, n_iter=3).fit(graph, x, y, mask=np.zeros(6, bool))
+        GTVRegressor(graph, lam=0.1, n_iter=3).fit(x, y, mask=np.zeros(6, bool))
 
 
 @pytest.mark.parametrize(
