@@ -12,9 +12,15 @@ import json
 import os
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
+
+from ._lazy import missing_extra
+
+try:
+    import matplotlib.pyplot as plt
+    import pandas as pd
+except ModuleNotFoundError as _error:
+    raise (missing_extra(_error, "networkedfl.plotting") or _error) from _error
 
 from .io import atomic_write
 

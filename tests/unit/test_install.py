@@ -39,14 +39,30 @@ def requirement_names(requirements):
             .strip().lower() for r in requirements}
 
 
+def installed_by(extra, extras):
+    """The packages an extra installs, with the extras of networkedfl it names expanded."""
+    names = set()
+    for requirement in extras[extra]:
+        if requirement.startswith("networkedfl["):
+            for inner in requirement[len("networkedfl["):].split("]")[0].split(","):
+                names |= installed_by(inner.strip(), extras)
+        else:
+            names |= requirement_names([requirement])
+    return names
+
+
 def test_the_core_dependencies_leave_the_heavy_packages_to_extras():
     core = requirement_names(project()["dependencies"])
     assert not core & {name.lower() for name in HEAVY}, core
     extras = project()["optional-dependencies"]
-    assert "torch" in requirement_names(extras["torch"])
-    pipeline = requirement_names(extras["pipeline"])  # what the reproduction needs, as before
-    assert {"snakemake", "papermill", "matplotlib", "pandas", "opentsne"} <= pipeline
-    assert any("networkedfl[torch" in r or "torch" == r for r in pipeline | {"networkedfl[torch]"})
+    assert installed_by("torch", extras) == {"torch"}
+    pipeline = installed_by("pipeline", extras)  # what the reproduction needs, as before
+    assert {"torch", "opentsne", "matplotlib", "pandas", "numba", "snakemake", "papermill",
+            "jsonschema", "pyyaml"} <= pipeline
+    assert pipeline <= installed_by("test", extras)
+    pinned = {line.split("==")[0].strip().lower() for line in (ROOT / "constraints.txt").read_text().splitlines()
+              if "==" in line and not line.startswith("#")}
+    assert core | installed_by("test", extras) <= pinned  # the reproduction pins every one
 
 
 def test_the_core_works_without_the_heavy_packages():

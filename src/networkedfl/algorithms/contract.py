@@ -45,8 +45,14 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import torch
-from torch import Tensor
+
+from .._lazy import missing_extra
+
+try:
+    import torch
+    from torch import Tensor
+except ModuleNotFoundError as _error:
+    raise (missing_extra(_error, "networkedfl.algorithms.contract") or _error) from _error
 
 from .._validation import check_int
 from ..nn import (
