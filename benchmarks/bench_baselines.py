@@ -4,9 +4,9 @@ Setting: 150 clients, linear regression in d = 50, m = 100 samples per client (t
 noisy linear model of the GTV paper, eq. (37), two clusters), float64 on the CPU,
 ``torch.set_num_threads(1)``.  Measured:
 
-* ``fedavg``: :func:`networkedfl.algorithms.fedavg.fedavg`, E = 1, B = 10, lr 0.01,
+* ``fedavg``: :func:`networkedfl.algorithms.fedavg`, E = 1, B = 10, lr 0.01,
   all clients every round (10 batched ``vmap(grad)`` steps per round);
-* ``ifca``: :func:`networkedfl.algorithms.ifca.ifca`, k = 2, one full-batch local step;
+* ``ifca``: :func:`networkedfl.algorithms.ifca`, k = 2, one full-batch local step;
 * ``fedavg (python loop)``: the same FedAvg round written the usual way, one client after
   another with ``torch.autograd`` (only here, for comparison).
 
@@ -33,8 +33,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from networkedfl.algorithms.fedavg import fedavg  # noqa: E402
-from networkedfl.algorithms.ifca import ifca  # noqa: E402
+from networkedfl.algorithms import fedavg, ifca  # noqa: E402
 from networkedfl.gtv import cluster_weights_per_node, linear_model_data  # noqa: E402
 from networkedfl.nn import ClientData, FlatModel, linear_regression  # noqa: E402
 
@@ -47,14 +46,14 @@ def make_data(seed: int = 0) -> ClientData:
     clusters = np.repeat([0, 1], N_CLIENTS // 2)
     centres = 0.5 * rng.binomial(1, 0.5, size=(2, DIM)).astype(float)
     truth = cluster_weights_per_node(clusters, centres)
-    return ClientData.from_node_data(linear_model_data(truth, SAMPLES, 0.001, rng))
+    return ClientData.from_node_data(linear_model_data(truth, SAMPLES, 0.001, rng), dtype=torch.float64)
 
 
 def loop_fedavg(
     model: FlatModel, data: ClientData, n_rounds: int, generator: torch.Generator
 ) -> torch.Tensor:
     """FedAvg (E = 1, B = 10) with a Python loop over clients and autograd per step."""
-    w_global = model.initial_params()
+    w_global = model.initial_params(dtype=data.dtype)
     counts = data.n_samples
     for _ in range(n_rounds):
         local = []
@@ -97,10 +96,10 @@ def main() -> None:
     bern = linear_regression(DIM, init="bernoulli")
 
     def run_fedavg(t: int) -> None:
-        fedavg(model, data, n_rounds=t, local_epochs=1, batch_size=BATCH, lr=LR, seed=0)
+        fedavg(model, data, n_rounds=t, local_epochs=1, batch_size=BATCH, lr=LR, seed=0, dtype=data.dtype)
 
     def run_ifca(t: int) -> None:
-        ifca(bern, data, n_clusters=2, n_rounds=t, lr=0.1, seed=0)
+        ifca(bern, data, n_clusters=2, n_rounds=t, lr=0.1, seed=0, dtype=data.dtype)
 
     def run_loop(t: int) -> None:
         loop_fedavg(model, data, t, torch.Generator().manual_seed(0))

@@ -125,8 +125,8 @@ def draws(n: int, fraction: float, rounds: int):
     with ``seed=SEED``: ``[(idx (k,), [order (k, m) per epoch]) per round]``."""
     import torch
 
+    from networkedfl.algorithms import epoch_order
     from networkedfl.algorithms.aggregate import sample_clients
-    from networkedfl.algorithms.local_sgd import epoch_order
 
     gen = torch.Generator().manual_seed(SEED)
     groups = torch.zeros(n, dtype=torch.int64)
@@ -172,7 +172,7 @@ def _ru_maxrss() -> int:
 def run_case(n: int, fraction: float, chunk: int | None, loop: bool) -> dict:
     import torch
 
-    from networkedfl.algorithms.fedavg import fedavg
+    from networkedfl.algorithms import fedavg
     from networkedfl.nn import ClientData, cross_entropy, from_module
 
     sys.path.insert(0, str(HERE))
@@ -283,7 +283,7 @@ def run_flower(python: Path, n: int, timeout: float) -> dict:
     import numpy as np
     import torch
 
-    from networkedfl.algorithms.fedavg import fedavg
+    from networkedfl.algorithms import fedavg
     from networkedfl.nn import ClientData, cross_entropy, from_module
 
     work = Path(tempfile.mkdtemp(prefix="flower_fedavg_"))

@@ -36,10 +36,14 @@ from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
-from networkedfl.algorithms.bigfl import bigfl  # noqa: E402
-from networkedfl.algorithms.dfl import dfl_gt, dfl_sgd, mixing_operator  # noqa: E402
-from networkedfl.algorithms.fedavg_steps import fedavg_steps  # noqa: E402
-from networkedfl.algorithms.fesem import fesem  # noqa: E402
+from networkedfl.algorithms import (  # noqa: E402
+    bigfl,  # noqa: E402
+    dfl_gt,
+    dfl_sgd,
+    fedavg_steps,  # noqa: E402
+    fesem,  # noqa: E402
+    mixing_operator,
+)
 from networkedfl.experiments.gfl.synthetic import mlp, synthetic_instance  # noqa: E402
 from networkedfl.nn import ClientBatches  # noqa: E402
 from networkedfl.pipeline.config import load_config  # noqa: E402
@@ -108,7 +112,7 @@ def make_runs(dtype: torch.dtype):
         "dfl_sgd": lambda r: dfl_sgd(model, data, graph, n_rounds=r, lr=LR, **common),
         "dfl_gt": lambda r: dfl_gt(model, data, graph, n_rounds=r, lr=LR, **common),
         "fesem": lambda r: fesem(model, data, n_clusters=3, lam=0.1, n_rounds=r, lr=LR, **common),
-        "bigfl": lambda r: bigfl(model, data, graph, n_rounds=r, lr_lower=bl["lr_lower"],
+        "bigfl": lambda r: bigfl(model, data, graph, n_rounds=r, lr=bl["lr_lower"],
                                  lr_upper=bl["lr_upper"], lam=bl["lam"], kappa=bl["kappa"],
                                  n_negatives=bl["n_negatives"], neumann_terms=bl["neumann_terms"],
                                  **common),

@@ -31,7 +31,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from networkedfl.algorithms.fedavg import fedavg  # noqa: E402
+from networkedfl.algorithms import fedavg  # noqa: E402
 from networkedfl.experiments.lecture.runs import gaussian_mixture_classification  # noqa: E402
 from networkedfl.nn import ClientData, softmax_regression  # noqa: E402
 

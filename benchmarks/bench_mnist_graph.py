@@ -126,7 +126,7 @@ def main() -> None:
 
     if args.skip_training:
         return
-    from networkedfl.algorithms.local_momentum import local_momentum_sgd
+    from networkedfl.algorithms import local_momentum_sgd
     from networkedfl.nn import ClientData, InexactProxCrossEntropy
 
     problem = MnistProblem(graph, split.images, split.labels, 1, torch.float32, "cpu")
@@ -148,7 +148,7 @@ def main() -> None:
     model = net.flat_model(w0)
 
     def epoch():
-        local_momentum_sgd(model, data, epochs=1, batch_size=100, lr=0.1, momentum=0.5, init=w0,
+        local_momentum_sgd(model, data, local_epochs=1, batch_size=100, lr=0.1, momentum=0.5, init=w0,
                            seed=np.random.default_rng(0), dtype=torch.float32)
 
     epoch()

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from networkedfl.algorithms.bigfl import (
+from networkedfl.algorithms import (
     Embedding,
     hypergradient,
     lower_gradients,

@@ -265,14 +265,14 @@ def ratio_fedavg(quick: bool) -> Ratio:
     import torch
 
     bb = _import_bench("bench_baselines")
-    from networkedfl.algorithms.fedavg import fedavg
+    from networkedfl.algorithms import fedavg
     from networkedfl.nn import linear_regression
 
     data, model = bb.make_data(), linear_regression(bb.DIM)
     rb, rl, reps = (5, 1, 3) if quick else (20, 3, 5)
     tb, tl = interleaved(
         lambda t: fedavg(model, data, n_rounds=t, local_epochs=1, batch_size=bb.BATCH,
-                         lr=bb.LR, seed=0), rb,
+                         lr=bb.LR, seed=0, dtype=data.dtype), rb,
         lambda t: bb.loop_fedavg(model, data, t, torch.Generator().manual_seed(0)), rl, reps)
     setting = (f"{bb.N_CLIENTS} clients, linear d = {bb.DIM}, m = {bb.SAMPLES}, E = 1, "
                f"B = {bb.BATCH}, float64")

@@ -1,4 +1,5 @@
-"""Argument checks shared across the package: integers, integer arrays, boolean masks.
+"""Argument checks shared across the package: integers, integer arrays, boolean masks, finite
+floats (step sizes and the other float arguments of the solvers).
 
 One rule for what counts as an integer, wherever a count or an index is taken (node and
 edge indices of :class:`~networkedfl.graphs.EmpiricalGraph`, sample ``counts`` of
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_int", "check_int_array", "check_node_mask"]
+__all__ = ["check_finite", "check_int", "check_int_array", "check_node_mask"]
 
 _BOUNDS = {0: "a non-negative integer", 1: "a positive integer"}
 
@@ -74,3 +75,32 @@ def check_node_mask(mask: Any, n: int, name: str = "mask") -> np.ndarray:
         raise ValueError(f"{name} must be a boolean mask (True/False or 1/0 per node), "
                          f"got {arr[other][:3].tolist()}")
     return arr.astype(bool)
+
+
+_SIGNS = {None: "finite", "positive": "finite and positive", "non-negative": "finite and non-negative"}
+
+
+def check_finite(value: Any, name: str, *, sign: str | None = None, element: str = "entry",
+                 error: type[ValueError] = ValueError) -> np.ndarray:
+    """``value`` (a number or an array) as a float array, if every entry is finite and, with
+    ``sign``, ``"positive"`` or ``"non-negative"``; else ``error`` naming ``name`` and, for
+    an array, the first bad ``element`` (``"node"``, ``"edge"``: the index along the first
+    axis).  The check of every step size and float argument of the solvers."""
+    if sign not in _SIGNS:
+        raise ValueError(f"sign must be one of {sorted(map(str, _SIGNS))}, got {sign!r}")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise error(f"{name} must be {_SIGNS[sign]} numbers, got {type(value).__name__}") from None
+    bad = ~np.isfinite(arr)
+    if sign == "positive":
+        bad |= ~(arr > 0)
+    elif sign == "non-negative":
+        bad |= ~(arr >= 0)
+    if bad.any():
+        if arr.ndim == 0:
+            raise error(f"{name} must be {_SIGNS[sign]}, got {value!r}")
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise error(f"{name} must be {_SIGNS[sign]}; {element} {first[0]} has {arr[first]!r} "
+                    f"({int(bad.sum())} bad entries)")
+    return arr

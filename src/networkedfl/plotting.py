@@ -12,13 +12,19 @@ import json
 import os
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
-from matplotlib.collections import LineCollection, PathCollection
-from matplotlib.colors import to_rgba
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+
+from ._lazy import missing_extra
+
+try:
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    from matplotlib.collections import LineCollection, PathCollection
+    from matplotlib.colors import to_rgba
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+except ModuleNotFoundError as _error:
+    raise (missing_extra(_error, "networkedfl.plotting") or _error) from _error
 
 from .io import atomic_write
 

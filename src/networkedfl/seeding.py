@@ -7,7 +7,11 @@ A function that draws takes a keyword ``seed``, which accepts:
 an ``int``
     a fixed seed: the same call gives the same result;
 a :class:`numpy.random.Generator`
-    used as it is, so its state advances and several calls can share one stream.
+    used as it is, so its state advances and several calls can share one stream;
+a :class:`numpy.random.SeedSequence` or a :class:`numpy.random.BitGenerator`
+    the generator numpy makes of it (``numpy.random.default_rng``);
+a :class:`numpy.random.RandomState` (what scikit-learn code passes as ``random_state``)
+    one draw from it seeds a generator, so its state advances as in scikit-learn.
 
 Functions that draw with torch (the federated algorithms of :mod:`networkedfl.algorithms`,
 the models' ``initial_params``) also accept a :class:`torch.Generator`, used as it is; any
@@ -36,28 +40,34 @@ import numpy as np
 __all__ = ["Seed", "as_rng", "int_seed"]
 
 #: What ``seed`` accepts in the numpy parts of the package.
-Seed = None | int | np.random.Generator
+Seed = (None | int | np.random.Generator | np.random.SeedSequence | np.random.BitGenerator
+        | np.random.RandomState)
 
 
 def as_rng(seed: Seed, name: str = "seed") -> np.random.Generator:
     """The :class:`numpy.random.Generator` that ``seed`` stands for.
 
-    A ``Generator`` is returned as it is (not copied), so its state advances as it is used.
+    A ``Generator`` is returned as it is (not copied), so its state advances as it is used; a
+    ``RandomState`` gives one draw of four 32-bit words to seed a new generator (and advances).
 
     Raises
     ------
     TypeError
-        ``seed`` is not ``None``, an integer or a numpy ``Generator``; the message names the
-        argument ``name``.
+        ``seed`` is none of the sources of the module docstring; the message names the
+        argument ``name`` (``random_state`` for the estimators).
     """
-    if seed is None or isinstance(seed, np.random.Generator):
+    if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence
+                                  | np.random.BitGenerator):
         return np.random.default_rng(seed)
+    if isinstance(seed, np.random.RandomState):
+        return np.random.default_rng(seed.randint(0, 2**32, size=4, dtype=np.uint64))
     if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
         if seed < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {seed}")
         return np.random.default_rng(int(seed))
     raise TypeError(
-        f"{name} must be None, an int or a numpy.random.Generator, got {type(seed).__name__}"
+        f"{name} must be None, an int, a numpy Generator, SeedSequence, BitGenerator or "
+        f"RandomState, got {type(seed).__name__}"
     )
 
 

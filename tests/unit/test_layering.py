@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "networkedfl"
 
 #: Bottom to top.  A module may import its own layer's modules and those below, never above.
 LAYERS = (
-    ("_lazy", "_validation", "seeding", "progress"),
+    ("_lazy", "_validation", "_nodedata", "seeding", "progress"),
     ("io",),
     ("graphs",),
     ("gtv",),
@@ -24,7 +24,7 @@ LAYERS = (
 )
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
 #: What each base module may import within the bottom layer (no cycle among them).
-BASE_ORDER = ("_lazy", "_validation", "seeding", "progress")
+BASE_ORDER = ("_lazy", "_validation", "_nodedata", "seeding", "progress")
 
 
 def _modules():
@@ -57,9 +57,9 @@ def _family(dotted: str) -> str | None:
     return parts[1] if len(parts) > 1 else None
 
 
-def test_the_top_level_holds_subpackages_and_at_most_five_modules():
+def test_the_top_level_holds_subpackages_and_at_most_six_modules():
     modules = sorted(p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
-    assert len(modules) <= 5, modules
+    assert len(modules) <= 6, modules  # the base layer (shared checks, the node container) and plotting
     families = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
     assert set(modules) | set(families) == set(LAYER), "every top-level module and subpackage has a layer"
 
@@ -93,7 +93,7 @@ def test_no_private_name_is_imported_from_another_subpackage():
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.parametrize("family", ["graphs", "gtv", "io", "fedrelax", "nn", "datasets"])
+@pytest.mark.parametrize("family", ["graphs", "gtv", "io", "fedrelax", "nn", "algorithms", "datasets"])
 def test_every_public_name_of_a_family_is_exported_by_its_package(family):
     """What a private module defines without a leading underscore is the family's API."""
     init = ast.parse((PACKAGE / family / "__init__.py").read_text(encoding="utf-8"))
@@ -108,3 +108,17 @@ def test_every_public_name_of_a_family_is_exported_by_its_package(family):
                 if node.name not in exported:
                     missing.append(f"{path.name}: {node.name}")
     assert not missing, missing
+
+
+def test_the_node_data_container_sits_below_the_families_that_share_it():
+    """``NodeData`` holds the local datasets of GTV, the torch clients (``ClientData.from_node_data``)
+    and the partitions: it belongs to none of those families (issue 35 item 8)."""
+    import networkedfl
+
+    defined_in = networkedfl.NodeData.__module__.split(".")[1]
+    assert LAYER[defined_in] == 0, defined_in
+    wrong = [f"{path.relative_to(PACKAGE)}:{line}" for module, package, path in _modules()
+             for line, base, name in _imported(module, package, path)
+             if name == "NodeData" and _family(base) not in (None, defined_in)
+             and _family(module) != _family(base)]
+    assert not wrong, "NodeData imported from another family: " + ", ".join(wrong)

@@ -21,8 +21,9 @@ def test_off_by_default(monkeypatch):
 def test_solver_shows_a_bar_when_the_environment_asks(monkeypatch, capsys):
     import numpy as np
 
+    from networkedfl import NodeData
     from networkedfl.graphs import star
-    from networkedfl.gtv import NodeData, SquaredErrorLoss, gtv_primal_dual
+    from networkedfl.gtv import SquaredErrorLoss, gtv_primal_dual
 
     rng = np.random.default_rng(0)
     graph = star(4)

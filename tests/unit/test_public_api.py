@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 from sklearn.tree import DecisionTreeRegressor
 
-from networkedfl.algorithms.fedavg import fedavg
+from networkedfl.algorithms import fedavg
 from networkedfl.datasets import client_data, dirichlet_label_skew
 from networkedfl.fedrelax import FedRelax
 from networkedfl.gtv import GTVRegressor
@@ -24,11 +24,11 @@ def test_own_network_with_the_public_api():
     x = rng.standard_normal((n, 10, 2))
     y = np.einsum("nmd,nd->nm", x, w) + 0.1 * rng.standard_normal((n, 10))
 
-    gtv = GTVRegressor(lam=0.1, n_iter=500).fit(graph, x, y)
+    gtv = GTVRegressor(graph, lam=0.1, n_iter=500).fit(x, y)
     assert gtv.weights_.shape == (n, 2) and gtv.score(x, y) > 0.95
     public = rng.standard_normal((n, 20, 2))
-    trees = FedRelax(DecisionTreeRegressor(max_depth=3, random_state=0), alpha=0.05, n_iter=3,
-                     random_state=0).fit(graph, x, y, public)
+    trees = FedRelax(DecisionTreeRegressor(max_depth=3, random_state=0), graph, alpha=0.05, n_iter=3,
+                     random_state=0).fit(x, y, public=public)
     assert trees.score(x, y) > 0.8
 
     features = rng.standard_normal((2000, 5))

@@ -9,14 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from networkedfl import NodeData
 from networkedfl._validation import check_int, check_int_array
-from networkedfl.algorithms.dfl import dfl_sgd
-from networkedfl.algorithms.fedavg import fedavg
-from networkedfl.algorithms.fedavg_steps import fedavg_steps
-from networkedfl.algorithms.fedsgd import fedsgd
-from networkedfl.algorithms.ifca import ifca
+from networkedfl.algorithms import dfl_sgd, fedavg, fedavg_steps, fedsgd, ifca
 from networkedfl.graphs import EmpiricalGraph, GraphError, stochastic_block_model
-from networkedfl.gtv import GTVRegressor, NodeData, SquaredErrorLoss
+from networkedfl.gtv import GTVRegressor, SquaredErrorLoss
 from networkedfl.nn import ClientBatches, ClientData, as_batches, linear_regression
 
 RNG = np.random.default_rng(0)
@@ -233,9 +230,9 @@ def test_gtv_regressor_checks_n_iter_and_warns_on_an_empty_mask():
     x, y = RNG.standard_normal((6, 4, 2)), RNG.standard_normal((6, 4))
     for n_iter in (-5, 0, 2.5, True):
         with pytest.raises(ValueError, match="n_iter must be a positive integer"):
-            GTVRegressor(lam=0.1, n_iter=n_iter).fit(graph, x, y)
+            GTVRegressor(graph, lam=0.1, n_iter=n_iter).fit(x, y)
     with pytest.warns(UserWarning, match="the sampling mask selects no node"):
-        GTVRegressor(lam=0.1, n_iter=3).fit(graph, x, y, mask=np.zeros(6, bool))
+        GTVRegressor(graph, lam=0.1, n_iter=3).fit(x, y, mask=np.zeros(6, bool))
 
 
 @pytest.mark.parametrize(

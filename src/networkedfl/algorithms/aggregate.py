@@ -16,8 +16,13 @@ from __future__ import annotations
 
 import math
 
-import torch
-from torch import Tensor
+from .._lazy import missing_extra
+
+try:
+    import torch
+    from torch import Tensor
+except ModuleNotFoundError as _error:
+    raise (missing_extra(_error, "networkedfl.algorithms.aggregate") or _error) from _error
 
 from ..nn import GeneratorLike, make_generator
 

@@ -1,6 +1,6 @@
 """The contract of the torch methods: their options, their result, their round bookkeeping.
 
-Every torch method (:func:`~networkedfl.algorithms.fedavg.fedavg`, ``fedsgd``, ``ifca``,
+Every torch method (:func:`~networkedfl.algorithms.fedavg`, ``fedsgd``, ``ifca``,
 ``pfedme``, ``local_training``, ``local_momentum_sgd``, ``decentralized_fedavg``,
 ``fedavg_steps``, ``dfl_sgd``, ``dfl_gt``, ``fesem``, ``bigfl``) is called as
 
@@ -17,27 +17,42 @@ both (a keyword overrides the object's field)::
     c = fedavg(model, data, n_rounds=50, local_epochs=1, batch_size=32, lr=0.1, seed=0)  # == a
 
 Each method's docstring lists the options it uses, which are required and its defaults; an
-option it does not use, set to anything but its default, is a ``TypeError`` naming it (so a
-setting is never silently ignored), as is a missing required one.
+option it does not use, set to anything but its default, is a ``TypeError`` naming it and,
+where the method has the concept under another name, that name (a method counts its local
+work in ``local_epochs`` or in ``local_steps``); a missing required option and an unknown
+keyword (``epochs``, ``num_rounds``, ``learning_rate`` ... name the option meant) are errors
+too.  ``n_rounds``, ``seed``, ``init``, ``callback``, ``progress``, ``device`` and ``dtype``
+mean the same for every method.
 
 After each round a method appends one row to ``log`` (what was sent, how many messages and
 floats went up and down) and one row to ``history`` (the round number, the cumulative
 communication, algorithm-specific entries and whatever the user's callback returns).
 Before the row, the clients' and the server's models are checked: NaN or inf stops the run
 with :class:`~networkedfl.algorithms.errors.NonFiniteError`, naming the round and the clients.
+A callback that returns ``True`` stops the run after that round: the result holds the rounds
+run so far.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
+import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import numpy as np
-import torch
-from torch import Tensor
+
+from .._lazy import missing_extra
+
+try:
+    import torch
+    from torch import Tensor
+except ModuleNotFoundError as _error:
+    raise (missing_extra(_error, "networkedfl.algorithms.contract") or _error) from _error
 
 from .._validation import check_int
 from ..nn import (
@@ -53,10 +68,12 @@ from ..nn import (
     check_mask,
     make_generator,
 )
+from ..progress import show_progress, tqdm
 from .aggregate import check_fraction, consensus_distance, sample_clients
 from .errors import NonFiniteError
 
 __all__ = [
+    "STOP",
     "UNSET",
     "Callback",
     "FederatedResult",
@@ -119,8 +136,23 @@ class RoundState:
     floats_total: int
 
 
-#: ``callback(state) -> dict | None``: extra entries of the round's history row.
-Callback = Callable[[RoundState], Mapping[str, Any] | None]
+#: ``callback(state) -> dict | bool | None``: extra entries of the round's history row, or
+#: ``True`` to stop the run after this round.
+Callback = Callable[[RoundState], Mapping[str, Any] | bool | None]
+
+
+class _Stop:
+    def __repr__(self) -> str:
+        return "STOP"
+
+    def __reduce__(self) -> str:
+        return "STOP"
+
+
+#: A key of a callback's dict that stops the run after the round, the dict's other entries
+#: recorded (what :func:`~networkedfl.algorithms.loggers.compose` returns when one of its
+#: callbacks returns ``True``): ``{**entries, STOP: True}``.
+STOP: Any = _Stop()
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,6 +200,8 @@ class Recorder:
     Every method records one row per round with :meth:`record` (or the shorthands below);
     before the row the models are checked: NaN or inf raises
     :class:`~networkedfl.algorithms.errors.NonFiniteError` naming the round and the clients.
+    A callback that returns ``True`` sets :attr:`stopped` (the rounds of :class:`Run` end);
+    ``bar``, when given, advances once per round.
 
     ``client_params`` may be given as a function returning the ``(n, P)`` matrix whose rows
     are rows of ``global_params`` (every client holds a server model): it is then called only
@@ -181,6 +215,8 @@ class Recorder:
     history: list[dict[str, Any]] = field(default_factory=list)
     messages_total: int = 0
     floats_total: int = 0
+    bar: Any = None
+    stopped: bool = False
 
     def record(
         self,
@@ -235,9 +271,24 @@ class Recorder:
                 self.floats_total,
             )
             more = self.callback(state)
-            if more:
-                row.update(more)
+            if isinstance(more, bool | np.bool_):
+                self.stopped = bool(more)
+            elif isinstance(more, Mapping):
+                entries = dict(more)
+                self.stopped = bool(entries.pop(STOP, False))
+                row.update(entries)
+            elif more is not None:
+                raise TypeError(f"callback returned {type(more).__name__} after round {round_}: it must "
+                                "return None, a dict of history entries, or True to stop the run")
         self.history.append(row)
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        """Close the progress bar (the run is over)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def _check_finite(round_: int, client_params: Tensor | Callable[[], Tensor], global_params: Tensor,
@@ -265,16 +316,18 @@ class TrainingOptions:
     Attributes
     ----------
     n_rounds
-        Communication rounds ``T`` (for DFL: rounds of ``local_steps`` iterations).
+        Communication rounds ``T`` (for DFL: rounds of ``local_steps`` iterations; for
+        local training, rounds without communication: the callback runs after each).
     local_epochs
-        Epochs ``E`` of local mini-batch SGD per round (``ClientUpdate`` of FedAvg; for
-        local training the epochs of the run, also accepted as ``epochs=``).
+        Epochs ``E`` of local mini-batch SGD per round (``ClientUpdate`` of FedAvg; FedAvg,
+        FedSGD, IFCA, gossip FedAvg, local training).
     local_steps
-        Local mini-batch steps ``tau`` per round (the chapter's methods).
+        Local mini-batch steps ``tau`` per round (the chapter's methods: FedAvg with steps,
+        DFL, FeSEM, BiG-FL).  A method counts its local work in one of the two.
     batch_size
         Mini-batch size ``B``; ``None``: the full local datasets (no random draw).
     lr
-        Step size ``eta``: a positive number, or for the chapter's methods a schedule
+        Step size ``eta``: a finite positive number, or for the chapter's methods a schedule
         ``t -> alpha^t`` of the global iteration (:func:`~networkedfl.nn.inverse_sqrt`).
     client_fraction
         ``C``: every round ``max(1, round(C * n_g))`` of the participating clients of every
@@ -303,13 +356,18 @@ class TrainingOptions:
         ``torch.Generator``, a ``numpy.random.Generator`` or an int
         (:func:`~networkedfl.nn.make_generator`).  Needed only when something is random.
     callback
-        ``callback(RoundState) -> dict | None`` after each round; its entries join the
-        round's ``history`` row (:mod:`~networkedfl.algorithms.loggers`).
+        ``callback(RoundState) -> dict | bool | None`` after each round; a dict's entries
+        join the round's ``history`` row (:mod:`~networkedfl.algorithms.loggers`), ``True``
+        stops the run after the round.
     device, dtype
         Where and in which precision to compute: a device or its name (default the CPU), a
-        floating dtype or its name (default :data:`~networkedfl.nn.DEFAULT_DTYPE`, float64).
+        floating dtype or its name; ``None`` (default): the data's precision (the dtype of a
+        ``ClientData``'s or ``ClientBatches``' sample weights, float32 unless they were built
+        in another), else :data:`~networkedfl.nn.DEFAULT_DTYPE` (float32), as scikit-learn
+        estimators keep their input's precision.
     progress
-        Show a tqdm bar over the rounds (the chapter's methods).
+        Show a tqdm bar over the rounds (``None``: as the environment says,
+        :func:`networkedfl.progress.show_progress`).
     """
 
     n_rounds: int = UNSET
@@ -325,8 +383,8 @@ class TrainingOptions:
     seed: GeneratorLike | None = None
     callback: Callback | None = None
     device: DeviceLike = "cpu"
-    dtype: torch.dtype | str = DEFAULT_DTYPE
-    progress: bool = False
+    dtype: torch.dtype | str | None = None
+    progress: bool | None = False
 
     def replace(self, **changes: Any) -> TrainingOptions:
         """A copy with ``changes``; an unknown name is a ``TypeError`` naming it."""
@@ -341,19 +399,22 @@ class TrainingOptions:
         """The options of one call of ``method``, checked, with its defaults filled in.
 
         ``required`` must be set, ``optional`` and ``defaults`` (the method's defaults of
-        unset options) may be; ``init``, ``seed``, ``callback``, ``device`` and ``dtype``
-        always may.  Any other option set to a value other than its default is a
-        ``TypeError`` naming it; values are checked (``ValueError`` naming the option) and
-        ``device`` and ``dtype`` parsed.
+        unset options) may be; ``init``, ``seed``, ``callback``, ``progress``, ``device`` and
+        ``dtype`` always may.  Any other option set to a value other than its default is a
+        ``TypeError`` naming it (and the method's option for the same concept, if it has
+        one); values are checked (``ValueError`` naming the option) and ``device`` and
+        ``dtype`` parsed.
         """
         defaults = dict(defaults or {})
-        used = {*required, *optional, *defaults, "init", "seed", "callback", "device", "dtype"}
+        used = {*required, *optional, *defaults, *ALWAYS}
         filled = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name not in used:
                 if not _is_default(value, f.default):
-                    raise TypeError(f"{method}() does not use the option {f.name!r} (got {value!r})")
+                    instead = COUNTERPARTS.get(f.name)
+                    hint = (f": it counts its local work in {instead!r}" if instead in used else "")
+                    raise TypeError(f"{method}() does not use the option {f.name!r} (got {value!r}){hint}")
             elif value is UNSET and f.name in defaults:
                 filled[f.name] = defaults[f.name]
             elif value is UNSET and f.name in required:
@@ -365,13 +426,36 @@ class TrainingOptions:
                 checked[name] = check_int(getattr(out, name), name, minimum=minimum)
         if "batch_size" in used and out.batch_size not in (None, UNSET):
             checked["batch_size"] = check_int(out.batch_size, "batch_size", minimum=1)
-        if "lr" in used and not callable(out.lr) and not out.lr > 0:
-            raise ValueError(f"lr must be positive, got {out.lr!r}")
+        if "lr" in used and out.lr is not UNSET and not callable(out.lr):
+            if isinstance(out.lr, bool) or not isinstance(out.lr, numbers.Real) \
+                    or not (math.isfinite(out.lr) and out.lr > 0):
+                raise ValueError(f"lr must be finite and positive (or a schedule t -> lr), got {out.lr!r}")
         if out.client_chunk_size is not None:
             checked["client_chunk_size"] = check_int(out.client_chunk_size, "client_chunk_size",
                                                      minimum=1)
         check_fraction(out.client_fraction)
         return dataclasses.replace(out, **checked)
+
+
+#: Options every method takes.
+ALWAYS = ("init", "seed", "callback", "progress", "device", "dtype")
+#: The two ways of counting local work: a method that uses one refuses the other by name.
+COUNTERPARTS = {"local_epochs": "local_steps", "local_steps": "local_epochs"}
+#: Names other libraries use for the options (an unknown keyword names the option meant).
+SYNONYMS = {
+    "epochs": "local_epochs", "num_epochs": "local_epochs", "local_ep": "local_epochs",
+    "rounds": "n_rounds", "num_rounds": "n_rounds", "n_iter": "n_rounds", "iterations": "n_rounds",
+    "steps": "local_steps", "tau": "local_steps", "learning_rate": "lr", "step_size": "lr",
+    "lr_lower": "lr", "batch": "batch_size", "fraction": "client_fraction",
+    "fraction_fit": "client_fraction", "frac": "client_fraction", "random_state": "seed",
+    "generator": "seed", "verbose": "progress", "init_params": "init", "precision": "dtype",
+}
+
+
+def _unknown_option(method: str, key: str, names: Iterable[str]) -> TypeError:
+    meant = SYNONYMS.get(key) or next(iter(difflib.get_close_matches(key, sorted(names), n=1)), None)
+    hint = f"; did you mean {meant!r}?" if meant else f"; options: {sorted(names)}"
+    return TypeError(f"{method}() got an unexpected keyword argument {key!r}{hint}")
 
 
 def _is_default(value: Any, default: Any) -> bool:
@@ -391,35 +475,36 @@ def start_run(
     required: Iterable[str] = (),
     optional: Iterable[str] = (),
     defaults: Mapping[str, Any] | None = None,
-    aliases: Mapping[str, str] | None = None,
     batches: bool = False,
 ) -> Run:
     """The common start of every method: its options resolved (``options`` with the keyword
-    ``overrides``, see :meth:`TrainingOptions.resolve`; ``aliases`` maps a method's own
-    keyword to the option it sets), ``data`` in the options' dtype on their device (a
-    :class:`~networkedfl.nn.ClientData`, or with ``batches`` any
-    :class:`~networkedfl.nn.BatchSource`), the generator made from ``seed`` and the recorder."""
+    ``overrides``, see :meth:`TrainingOptions.resolve`), ``data`` in the options' dtype on
+    their device (a :class:`~networkedfl.nn.ClientData`, or with ``batches`` any
+    :class:`~networkedfl.nn.BatchSource`), the generator made from ``seed`` and the recorder
+    (with a progress bar over ``n_rounds`` if asked)."""
     if options is not None and not isinstance(options, TrainingOptions):
         raise TypeError(f"{method}() options must be a TrainingOptions, got {type(options).__name__}")
     changes = dict(overrides)
-    for alias, name in (aliases or {}).items():
-        if alias in changes:
-            if name in changes:
-                raise TypeError(f"{method}() got both {alias!r} and {name!r}")
-            changes[name] = changes.pop(alias)
     names = {f.name for f in dataclasses.fields(TrainingOptions)}
     for key in changes:
         if key not in names:
-            raise TypeError(f"{method}() got an unexpected keyword argument {key!r}")
-    opts = (options or TrainingOptions()).replace(**changes).resolve(
-        method, required=required, optional=optional, defaults=defaults)
+            raise _unknown_option(method, key, names)
+    opts = (options or TrainingOptions()).replace(**changes)
+    if opts.dtype is None:  # the precision of the data
+        weights = getattr(data, "sample_weights", None)
+        floating = isinstance(weights, Tensor) and weights.is_floating_point()
+        opts = opts.replace(dtype=weights.dtype if floating else DEFAULT_DTYPE)
+    opts = opts.resolve(method, required=required, optional=optional, defaults=defaults)
     if batches:
         data = as_batches(data, opts.dtype, opts.device)
     elif isinstance(data, ClientData):
         data = data.to(opts.dtype, opts.device)
     else:
         raise TypeError(f"{method}() data must be a ClientData, got {type(data).__name__}")
-    recorder = Recorder(opts.callback, torch.empty((), dtype=opts.dtype).element_size())
+    bar = None
+    if show_progress(opts.progress) and opts.n_rounds is not UNSET:
+        bar = tqdm(total=opts.n_rounds, desc=method, leave=False)
+    recorder = Recorder(opts.callback, torch.empty((), dtype=opts.dtype).element_size(), bar=bar)
     return Run(opts, model, data, make_generator(opts.seed), recorder)
 
 
@@ -462,6 +547,13 @@ class Run:
     def own(self) -> Tensor:
         """``(n,)`` ``arange(n)``: every client its own group."""
         return torch.arange(self.n_clients, device=self.device)
+
+    def rounds(self) -> Iterator[int]:
+        """The rounds ``t = 1 .. n_rounds``, ending early once the callback asked to stop."""
+        for t in range(1, self.options.n_rounds + 1):
+            if self.recorder.stopped:
+                return
+            yield t
 
     def initial_rows(self, n_rows: int, what: str) -> Tensor:
         """``(n_rows, P)`` starting models from the ``init`` option (:func:`initial_rows`)."""
@@ -524,7 +616,7 @@ class Run:
         """The rounds ``t = 1 .. n_rounds`` of a client-server method, each with its clients
         (:func:`~networkedfl.algorithms.aggregate.sample_clients` with the
         ``client_fraction`` option): ``(t, selected (n,), their indices, their data)``."""
-        for t in range(1, self.options.n_rounds + 1):
+        for t in self.rounds():
             selected = sample_clients(groups, n_groups, self.options.client_fraction, participants,
                                       self.seed)
             idx = torch.nonzero(selected).squeeze(1)
@@ -557,6 +649,7 @@ class Run:
     def result(self, client_params: Tensor, global_params: Tensor,
                assignment: Tensor) -> FederatedResult:
         """The :class:`FederatedResult` with the recorded history and log."""
+        self.recorder.close()
         return FederatedResult(client_params, global_params, assignment, self.recorder.history,
                                self.recorder.log)
 

@@ -12,20 +12,20 @@ to the round's history row.  The loggers here are such callbacks:
 * :func:`compose` runs several callbacks and merges what they return.
 
 Both loggers take ``metrics``: names mapped to functions of the round state (for example
-the mean test loss of every client's model), evaluated once per round and shared with the
-history.  Example::
+the mean test accuracy of every client's model), evaluated once per round and shared with
+the history.  Example::
 
-    from networkedfl.algorithms.fedavg import fedavg
-    from networkedfl.algorithms.loggers import CSVLogger
-    from networkedfl.nn._models import client_losses
+    from networkedfl.algorithms import CSVLogger, evaluate, fedavg
 
-    def test_loss(state):  # test: a ClientData of every client's test samples
-        return float(client_losses(model, state.client_params, test.features, test.targets,
-                                   test.sample_weights).mean())
+    def test_accuracy(state):  # test: a ClientData of every client's test samples
+        return float(evaluate(model, state.client_params, test)["accuracy"].mean())
 
-    with CSVLogger("run.csv", {"test_loss": test_loss}) as log:
+    with CSVLogger("run.csv", {"test_accuracy": test_accuracy}) as log:
         result = fedavg(model, data, n_rounds=50, local_epochs=1, batch_size=32, lr=0.1,
                         seed=0, callback=log)
+
+A callback that returns ``True`` stops the run (e.g. early stopping on a validation score);
+:func:`compose` stops when any of its callbacks does.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .contract import Callback, RoundState
+from .contract import STOP, Callback, RoundState
 
 __all__ = ["CSVLogger", "TensorBoardLogger", "compose"]
 
@@ -113,14 +113,19 @@ class TensorBoardLogger(_Logger):
 
 
 def compose(*callbacks: Callback | None) -> Callback:
-    """One callback that calls ``callbacks`` in order and merges the entries they return
-    (a later callback's entry wins on a shared name)."""
+    """One callback that calls ``callbacks`` in order and merges the entries they return (a
+    later callback's entry wins on a shared name); when any of them returns ``True`` the run
+    stops after the round, with the merged entries recorded (:data:`~.contract.STOP`)."""
     chosen = [cb for cb in callbacks if cb is not None]
 
-    def run(state: RoundState) -> dict[str, Any]:
-        merged: dict[str, Any] = {}
+    def run(state: RoundState) -> dict[Any, Any]:
+        merged: dict[Any, Any] = {}
         for cb in chosen:
-            merged.update(cb(state) or {})
+            out = cb(state)
+            if isinstance(out, bool):
+                merged[STOP] = merged.get(STOP, False) or out
+            elif out is not None:
+                merged.update(out)
         return merged
 
     return run

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._nodedata import NodeData
 from ..fedrelax import largest_remainder, softmax
-from ..gtv import NodeData
 from ..seeding import Seed, as_rng
 
 if TYPE_CHECKING:
@@ -157,10 +157,9 @@ def mixture(sources: Any, n_clients: int, samples_per_client: int, *, seed: Seed
 def client_data(features: Any, targets: Any, parts: Sequence[np.ndarray], *, dtype: Any = None,
                 device: DeviceLike = "cpu") -> ClientData:
     """The clients' datasets of a partition as one padded
-    :class:`~networkedfl.nn.ClientData` (padding has sample weight 0)."""
-    import torch
-
-    from ..nn import ClientData
+    :class:`~networkedfl.nn.ClientData` (padding has sample weight 0) in ``dtype`` (a torch
+    dtype or its name; default :data:`~networkedfl.nn.DEFAULT_DTYPE`, float32)."""
+    from ..nn import ClientData, as_dtype
 
     x, y = np.asarray(features), np.asarray(targets)
     counts = np.array([len(p) for p in parts], dtype=np.int64)
@@ -170,7 +169,7 @@ def client_data(features: Any, targets: Any, parts: Sequence[np.ndarray], *, dty
     index = np.zeros((counts.size, width), dtype=np.int64)
     real = np.arange(width)[None, :] < counts[:, None]
     index[real] = np.concatenate([np.asarray(p, dtype=np.int64) for p in parts])
-    return ClientData.from_arrays(x[index], y[index], counts, dtype=dtype or torch.float64, device=device)
+    return ClientData.from_arrays(x[index], y[index], counts, dtype=as_dtype(dtype), device=device)
 
 
 def node_data(features: Any, labels: Any, parts: Sequence[np.ndarray]) -> NodeData:

@@ -46,11 +46,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_int
-from ..graphs import GraphLike, as_graph
+from .._nodedata import (
+    is_per_node,
+    node_samples,
+    per_node_output,
+    pooled_labels,
+    refuse_graph_first,
+)
+from .._validation import check_finite, check_int
+from ..graphs import EmpiricalGraph, GraphLike, as_graph
 from ..progress import show_progress, tqdm
 from ..seeding import Seed, as_rng
 
@@ -72,8 +79,9 @@ class LocalModel(Protocol):
     def predict(self, X: np.ndarray) -> np.ndarray: ...
 
 
-#: ``callback(k, estimators) -> dict | None`` after the initial fit (k = 0) and every iteration.
-Callback = Callable[[int, list[Any]], Mapping[str, Any] | None]
+#: ``callback(k, estimators) -> dict | bool | None`` after the initial fit (k = 0) and every
+#: iteration; ``True`` stops the run.
+Callback = Callable[[int, list[Any]], Mapping[str, Any] | bool | None]
 #: ``sampler(rng, n_nodes, n_points, dim) -> (n_nodes, n_points, dim)`` distillation inputs.
 Sampler = Callable[[np.random.Generator, int, int, int], np.ndarray]
 
@@ -275,8 +283,9 @@ def fedrelax(
         Randomness of distillation inputs, subsamples and resampling
         (:mod:`networkedfl.seeding`; ``None``: fresh entropy).
     callback
-        ``callback(k, estimators) -> dict | None`` after the initial fit (``k = 0``) and after
-        every iteration; its entries form the ``history`` rows (with ``"iteration": k``).
+        ``callback(k, estimators) -> dict | bool | None`` after the initial fit (``k = 0``) and
+        after every iteration; its entries form the ``history`` rows (with ``"iteration": k``);
+        ``True`` stops the run there.
     progress
         tqdm progress bar over iterations (``None``: the environment decides).
     n_jobs
@@ -291,8 +300,8 @@ def fedrelax(
     """
     graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
     n = graph.n_nodes
-    if alpha < 0 or not np.isfinite(alpha):
-        raise ValueError(f"alpha must be finite and non-negative, got {alpha!r}")
+    check_finite(alpha, "alpha", sign="non-negative")
+    check_finite(distillation_weight, "distillation_weight", sign="non-negative")
     if isinstance(n_iter, bool) or int(n_iter) != n_iter or n_iter < 0:
         raise ValueError(f"n_iter must be a non-negative integer, got {n_iter!r}")
     if weighting not in ("paper", "objective"):
@@ -327,18 +336,23 @@ def fedrelax(
 
     history: list[dict[str, Any]] = []
 
-    def record(k: int) -> None:
-        if callback is not None:
-            history.append({"iteration": k, **dict(callback(k, models) or {})})
+    def record(k: int) -> bool:
+        """Call the callback; whether it asked to stop."""
+        if callback is None:
+            return False
+        out = callback(k, models)
+        stop = isinstance(out, bool | np.bool_) and bool(out)
+        history.append({"iteration": k, **({} if isinstance(out, bool | np.bool_) else dict(out or {}))})
+        return stop
 
     workers = 1 if n_jobs is None else check_int(n_jobs, "n_jobs", minimum=1)
     with _NodeWork(trees, workers) as work:
         if fit_initial:  # h_0: each model on its own data
             work.map(_fit, [(i, (models[i], xs[i], ys[i], local_w[i], weighted[i], rng, trees[i])) for i in range(n)])
-        record(0)
+        stopped = record(0)
         sampler = distillation_sampler or _standard_normal
         coupled = alpha > 0 and adj.nnz > 0
-        for k in tqdm(range(1, int(n_iter) + 1), desc="FedRelax", leave=False,
+        for k in tqdm(range(1, 0 if stopped else int(n_iter) + 1), desc="FedRelax", leave=False,
                       disable=not show_progress(progress)):
             # 1. what every node shares: the rows of its public data and its predictions there
             if public_subsample is None:
@@ -365,7 +379,8 @@ def fedrelax(
                     raise ValueError(f"iteration {k}: the distillation sampler returned NaN or inf")
                 z_pred = work.map(_predict, [(i, (models[i], z[i], trees[i])) for i in range(n)])
             # 2. every node refits on its augmented dataset (19) (+ self-distillation points (20))
-            scale = (1.0 / share_len) if weighting == "objective" else (pub_len / share_len)
+            if coupled:  # the weights of the shared predictions (only used with coupling)
+                scale = (1.0 / share_len) if weighting == "objective" else (pub_len / share_len)
             fits = []
             for i in range(n):
                 x_parts, y_parts, w_parts = [xs[i]], [ys[i]], [local_w[i]]
@@ -385,7 +400,8 @@ def fedrelax(
                 fits.append((i, (models[i], np.concatenate(x_parts), np.concatenate(y_parts),
                                   np.concatenate(w_parts), weighted[i], rng, trees[i])))
             work.map(_fit, fits)
-            record(k)
+            if record(k):
+                break
     return FedRelaxResult(models, history)
 
 
@@ -401,29 +417,55 @@ def predict_nodes(estimators: Sequence[Any], features: Any) -> list[np.ndarray] 
     return preds
 
 
-_NOT_FITTED = "This %(name)s is not fitted yet: call fit(graph, X, y, public) first."
+_NOT_FITTED = "This %(name)s is not fitted yet: call fit(X, y) first."
 
 
-class FedRelax(BaseEstimator):
+def _public_arrays(public: Any, n: int, dim: int, coupled: bool) -> Any:
+    """The public data ``fedrelax`` takes: one table ``(m', d)`` shared by every node, or one
+    per node; without coupling (no edge, ``alpha = 0``) ``None`` stands for none."""
+    if public is None:
+        if coupled:
+            raise ValueError("FedRelax shares predictions on public data along the edges: "
+                             "fit(X, y, public=...) with one table (m', d) for every node or one per node")
+        return [np.empty((0, dim))] * n
+    shared = public.ndim == 2 if isinstance(public, np.ndarray) else bool(len(public)) and np.ndim(public[0]) == 1
+    if shared:
+        return [np.asarray(public, float)] * n  # one table for all: shared, not copied
+    return public
+
+
+class FedRelax(RegressorMixin, BaseEstimator):
     """Scikit-learn-style FedRelax (Algorithm 1) for a network of arbitrary regressors.
+
+    The graph is a parameter and the data follow GTVRegressor's conventions: one table of the
+    samples of all nodes whose first column is the node of each sample, or one array per node
+    (``X[i]`` ``(m_i, d)``, ``y[i]``); without a graph every sample belongs to one node (the
+    estimator is then its local model, refitted ``n_iter`` times).
 
     Example
     -------
     >>> from sklearn.tree import DecisionTreeRegressor
-    >>> model = FedRelax(DecisionTreeRegressor(max_depth=5), alpha=0.05, n_iter=5,
+    >>> model = FedRelax(DecisionTreeRegressor(max_depth=5), graph, alpha=0.05, n_iter=5,
     ...                  self_distillation=100, random_state=0)
-    >>> model.fit(graph, X, y, public)            # doctest: +SKIP
+    >>> model.fit(X, y, public=P)                 # doctest: +SKIP
     >>> predictions = model.predict(X_val)        # doctest: +SKIP
 
     Parameters
     ----------
     estimator
         One template, a list with one model per node, or a factory ``f(i)``.
+    graph
+        The FL network (an ``EmpiricalGraph``, a networkx graph or an adjacency matrix);
+        ``None``: one node.
     alpha, n_iter, weighting, self_distillation, distillation_weight, distillation_sampler, public_subsample, n_jobs
         As for :func:`fedrelax`.
     random_state
-        Seed or ``numpy.random.Generator`` of FedRelax's own random draws (the local models
-        keep their own ``random_state``).
+        Seed of FedRelax's own random draws: ``None``, an int, a numpy ``Generator``,
+        ``SeedSequence``, ``BitGenerator`` or ``RandomState`` (the local models keep their
+        own ``random_state``).
+    callback
+        ``callback(k, estimators) -> dict | bool | None`` after the initial fit and every
+        iteration: its entries form :attr:`history_`, ``True`` stops the run.
     progress
         tqdm progress bar.
 
@@ -433,11 +475,14 @@ class FedRelax(BaseEstimator):
         The fitted local models, ``estimators_[i]`` at node ``i``.
     history_
         The rows returned by ``callback`` (empty without one).
+    n_features_in_, feature_names_in_
+        Columns of ``X`` seen in ``fit`` (with a graph: the node column and ``d`` features).
     """
 
     def __init__(
         self,
         estimator: Any,
+        graph: GraphLike | None = None,
         *,
         alpha: float = 0.01,
         n_iter: int = 5,
@@ -446,11 +491,13 @@ class FedRelax(BaseEstimator):
         distillation_weight: float = 1.0,
         distillation_sampler: Sampler | None = None,
         public_subsample: int | None = None,
-        random_state: int | np.random.Generator | None = None,
+        random_state: Seed = None,
+        callback: Callback | None = None,
         progress: bool | None = None,
         n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
+        self.graph = graph
         self.alpha = alpha
         self.n_iter = n_iter
         self.weighting = weighting
@@ -459,39 +506,79 @@ class FedRelax(BaseEstimator):
         self.distillation_sampler = distillation_sampler
         self.public_subsample = public_subsample
         self.random_state = random_state
+        self.callback = callback
         self.progress = progress
         self.n_jobs = n_jobs
 
-    def fit(self, graph: GraphLike, X: Any, y: Any, public: Any,
-            callback: Callback | None = None) -> FedRelax:
-        """Run FedRelax on ``graph`` with local data ``(X[i], y[i])`` and public data ``public[i]``."""
+    def fit(self, X: Any, y: Any, public: Any = None, *more: Any) -> FedRelax:
+        """Run FedRelax on the graph with every node's samples and public data.
+
+        Parameters
+        ----------
+        X, y
+            One table of samples (with a graph: the node in column 0) and their labels, or one
+            array per node.  Every node needs samples (its model is fitted on them first).
+        public
+            The public data ``P^(i)`` on which neighbours share predictions: one table
+            ``(m', d)`` that every node reads, or one per node (a sequence or ``(n, m', d)``);
+            ``None`` only without coupling (no graph, no edge or ``alpha = 0``).  (Model
+            selection tools slice fit arguments as long as ``X`` like ``X``: give them a public
+            table of another length.)
+        """
+        refuse_graph_first(self, X)
+        if more:
+            raise TypeError(f"FedRelax.fit() takes X, y and public, got {3 + len(more)} positional arguments")
+        rng = as_rng(self.random_state, "random_state")
+        graph = EmpiricalGraph(1, np.empty((0, 2), dtype=np.int64), np.empty(0)) if self.graph is None \
+            else as_graph(self.graph)
+        n = graph.n_nodes
+        features, labels, node, _ = node_samples(self, None if self.graph is None else n, X, y, reset=True)
+        counts = np.bincount(node, minlength=n)
+        if not counts.all():
+            raise ValueError(f"node {int(np.flatnonzero(counts == 0)[0])} has no samples: FedRelax fits "
+                             "every node's model on its own samples first (hold out samples, not nodes)")
+        order = np.argsort(node, kind="stable")  # every node's samples, in the table's order
+        cut = np.cumsum(counts)[:-1]
+        xs, ys = np.split(features[order], cut), np.split(labels[order], cut)
+        coupled = graph.n_edges > 0 and self.alpha > 0
         result = fedrelax(
-            graph, X, y, public, self.estimator, alpha=self.alpha, n_iter=self.n_iter,
-            weighting=self.weighting, self_distillation=self.self_distillation,
-            distillation_weight=self.distillation_weight,
-            distillation_sampler=self.distillation_sampler,
-            public_subsample=self.public_subsample, seed=self.random_state, callback=callback,
-            progress=self.progress, n_jobs=self.n_jobs,
+            graph, xs, ys, _public_arrays(public, n, features.shape[1], coupled), self.estimator,
+            alpha=self.alpha, n_iter=self.n_iter, weighting=self.weighting,
+            self_distillation=self.self_distillation, distillation_weight=self.distillation_weight,
+            distillation_sampler=self.distillation_sampler, public_subsample=self.public_subsample,
+            seed=rng, callback=self.callback, progress=self.progress, n_jobs=self.n_jobs,
         )
         self.estimators_ = result.estimators
         self.history_ = result.history
         return self
 
     def predict(self, X: Any) -> list[np.ndarray] | np.ndarray:
-        """Predictions of node ``i``'s model on ``X[i]`` for every node."""
+        """Every sample's prediction by its node's model: ``(N,)`` for a table, ``(n, m)`` for a
+        stacked ``(n, m, d)`` array, one array per node for per-node arrays (one ``predict``
+        call per node: the models are black boxes)."""
         check_is_fitted(self, "estimators_", msg=_NOT_FITTED)
-        return predict_nodes(self.estimators_, X)
+        refuse_graph_first(self, X)
+        n = len(self.estimators_)
+        features, _, node, sizes = node_samples(self, None if self.graph is None else n, X, reset=False)
+        counts = np.bincount(node, minlength=n)
+        order = np.argsort(node, kind="stable")
+        values = np.empty(len(features))
+        for i, rows in enumerate(np.split(order, np.cumsum(counts)[:-1])):
+            if rows.size:
+                values[rows] = np.asarray(self.estimators_[i].predict(features[rows]), float).ravel()
+        return per_node_output(values, X, sizes)
 
-    def score(self, X: Any, y: Any) -> float:
-        """Coefficient of determination R^2 of every node's predictions on its ``(X[i],
-        y[i])``, pooled over the nodes (the ``score`` of scikit-learn regressors)."""
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """R^2 of every sample's prediction by its node's model, pooled over the nodes (the
+        ``score`` of scikit-learn regressors)."""
         from sklearn.metrics import r2_score
 
+        per_node = self.graph is not None and is_per_node(X)
         predictions = self.predict(X)
-        return float(r2_score(np.concatenate([np.ravel(t) for t in y]),
-                              np.concatenate([np.ravel(p) for p in predictions])))
+        pred = np.concatenate([np.ravel(p) for p in predictions]) if per_node else predictions
+        return float(r2_score(pooled_labels(y, per_node), pred, sample_weight=sample_weight))
 
     def predict_node(self, node: int, X: np.ndarray) -> np.ndarray:
-        """Predictions of node ``node``'s model on ``X`` ``(m, d)``."""
+        """Predictions of node ``node``'s model on its features ``X`` ``(m, d)``."""
         check_is_fitted(self, "estimators_", msg=_NOT_FITTED)
         return np.asarray(self.estimators_[node].predict(np.asarray(X, float)), float)

@@ -50,6 +50,7 @@ import scipy.sparse.linalg as spla
 import torch
 from torch import Tensor
 
+from .._validation import check_finite
 from ..graphs import EmpiricalGraph, GraphLike, as_graph
 from ..nn import DeviceLike, GeneratorLike, RMSprop, make_generator
 from ..progress import show_progress, tqdm
@@ -387,8 +388,8 @@ def fedrelax_linear(
         raise ValueError(f"record_every must be positive, got {record_every!r}")
     if solver not in ("rmsprop", "exact"):
         raise ValueError(f"unknown solver {solver!r}; expected 'rmsprop' or 'exact'")
-    if solver == "rmsprop" and not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr!r}")
+    if solver == "rmsprop":
+        check_finite(lr, "lr", sign="positive")
     a = _alpha(alpha, problem)
     w = initial_weights(problem.n_nodes, problem.dim, init, seed,
                         dtype=problem.dtype, device=problem.device)

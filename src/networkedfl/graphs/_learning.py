@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .._lazy import require
 from ..seeding import Seed, int_seed
 from ._graph import EmpiricalGraph, GraphError
 
@@ -130,7 +131,7 @@ def tsne_embedding(
     np.ndarray
         ``(N, n_components)`` float64 coordinates.
     """
-    from openTSNE import TSNE  # imported on first use: an optional heavy dependency
+    TSNE = require("openTSNE", "tsne_embedding").TSNE  # on first use: an optional dependency (tsne)
     from threadpoolctl import threadpool_limits
 
     # One BLAS thread: the PCA scatter matrix and the exact nearest-neighbour distances

@@ -10,9 +10,9 @@ scikit-learn style :class:`GTVRegressor` (loaded on first use: it imports scikit
 """
 
 from .._lazy import lazy_module_hooks
+from .._nodedata import NodeData  # the shared container (networkedfl.NodeData), kept here too
 from ._data import (
     LABEL_NOISE,
-    NodeData,
     cluster_weights_per_node,
     linear_model_data,
     perturb_cluster_weights,

@@ -19,8 +19,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from .._nodedata import NodeData
 from .._validation import check_node_mask
-from ._data import NodeData
 
 __all__ = ["REDUCTIONS", "LocalLoss", "SquaredErrorLoss"]
 

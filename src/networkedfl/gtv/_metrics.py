@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._data import NodeData
+from .._nodedata import NodeData
 
 __all__ = ["label_mse", "linear_predictions", "parameter_mse", "per_node_parameter_error"]
 

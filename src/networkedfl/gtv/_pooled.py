@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._nodedata import NodeData
 from ..seeding import Seed, as_rng
-from ._data import NodeData
 
 if TYPE_CHECKING:  # scikit-learn is imported on first use: `import networkedfl` stays light
     from sklearn.base import RegressorMixin

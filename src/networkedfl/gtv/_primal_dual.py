@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._validation import check_finite
 from ..graphs import EmpiricalGraph, GraphError, GraphLike, as_graph
 from ..progress import show_progress, tqdm
 from ._gap import (
@@ -535,7 +536,21 @@ def gtv_primal_dual(
     primal_weight
         ``method="restarted"``: the initial primal weight ``omega`` (steps ``tau / omega``
         and ``sigma * omega``), e.g. a previous result's :attr:`PrimalDualResult.primal_weight`.
+
+    Raises
+    ------
+    ValueError
+        A step size (``tau``, ``sigma``, ``prox_tau``: finite and positive), ``lam`` or
+        ``gap_tol`` (finite and non-negative), ``w0`` or ``u0`` (finite) that is not, naming
+        the argument and the first bad node or edge.
     """
+    for name, value, sign, element in (("tau", tau, "positive", "node"), ("sigma", sigma, "positive", "edge"),
+                                       ("prox_tau", prox_tau, "positive", "node"),
+                                       ("lam", lam, "non-negative", "edge"),
+                                       ("gap_tol", gap_tol, "non-negative", "entry"),
+                                       ("w0", w0, None, "node"), ("u0", u0, None, "edge")):
+        if value is not None:  # at entry: the iteration never sees a NaN or infinite step
+            check_finite(value, name, sign=sign, element=element)
     graph = as_graph(graph)  # an EmpiricalGraph, a networkx graph or an adjacency matrix
     penalty = get_penalty(penalty)
     if isinstance(n_iter, bool) or not isinstance(n_iter, int | np.integer) or n_iter < 1:

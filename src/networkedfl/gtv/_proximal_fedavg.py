@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import check_finite
 from ._losses import LocalLoss
 
 __all__ = ["fedavg_proximal"]
@@ -45,6 +46,7 @@ def fedavg_proximal(
     dim, w0
         Parameter dimension, or an initial model per group broadcast to nodes ``(n, d)``.
     """
+    tau = check_finite(tau, "tau", sign="positive", element="node")
     mask = np.asarray(mask, bool)
     n = mask.shape[0]
     groups = np.zeros(n, np.int64) if groups is None else np.asarray(groups, np.int64)
@@ -60,7 +62,7 @@ def fedavg_proximal(
     average = sp.csr_matrix(
         (1.0 / counts[groups[members]], (groups[members], members)), shape=(n_groups, n)
     )
-    prox = loss.prox_operator(np.asarray(tau, float))
+    prox = loss.prox_operator(tau)
     for _ in range(n_rounds):
         w = (average @ prox(w))[groups]
     return w

@@ -10,9 +10,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is an optional dependency (the pipeline's): only its tables come here
+    import pandas as pd
 
 __all__ = ["PAUSE_ENV", "atomic_write", "keep_previous", "previous_path", "write_csv", "write_json",
            "write_job_table"]

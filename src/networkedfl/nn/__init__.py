@@ -6,8 +6,15 @@ steps (:func:`sgd_step`, :func:`heavy_ball_step`, :class:`RMSprop`) and dtype/de
 with the one default precision (:func:`as_dtype`, :data:`DEFAULT_DTYPE`), the two-layer
 network of the GTV paper's MNIST experiment (eq. (40)) with its inexact proximal step,
 and the chapter's neural probabilistic language model (NPLM).  Importing this package
-imports PyTorch.
+imports PyTorch (the ``torch`` extra: ``pip install "networkedfl[torch]"``).
 """
+
+from .._lazy import missing_extra
+
+try:
+    import torch  # noqa: F401  (the one dependency of the whole family)
+except ModuleNotFoundError as _error:
+    raise (missing_extra(_error, "networkedfl.nn") or _error) from _error
 
 from ._client_batches import (
     BatchSource,
@@ -25,6 +32,7 @@ from ._dense import DenseDerivatives
 from ._mnist_network import TwoLayerNetwork, accuracy
 from ._models import (
     DEFAULT_DTYPE,
+    MODULE_INITS,
     ClientData,
     DeviceLike,
     FlatModel,
@@ -84,6 +92,7 @@ __all__ = [
     "linear_regression",
     "losses_of_models",
     "make_generator",
+    "MODULE_INITS",
     "next_word_cross_entropy",
     "NextWordBatches",
     "nplm",

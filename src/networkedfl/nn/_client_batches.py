@@ -1,9 +1,9 @@
 """Per-step mini-batches of all clients at once, masks and step-size schedules.
 
 Shared by the graph-aware algorithms of Lu, Xing & Yu, "Graph-aware federated learning"
-(the chapter): :mod:`~networkedfl.algorithms.dfl` (DFL-SGD, DFL-GT),
-:mod:`~networkedfl.algorithms.fedavg_steps`, :mod:`~networkedfl.algorithms.fesem` and
-:mod:`~networkedfl.algorithms.bigfl`.  Their iterations are counted in *steps*: each step
+(the chapter): :func:`~networkedfl.algorithms.dfl_sgd` (DFL-SGD, DFL-GT),
+:func:`~networkedfl.algorithms.fedavg_steps`, :func:`~networkedfl.algorithms.fesem` and
+:func:`~networkedfl.algorithms.bigfl`.  Their iterations are counted in *steps*: each step
 every client draws a fresh mini-batch of ``m`` samples (Algorithm 1, line 3: "randomly
 sample m data points locally") and evaluates the mini-batch gradient of eq. (10.2),
 

@@ -1,6 +1,6 @@
 """Models as functions of a flat parameter vector, client data, and batched client losses.
 
-The federated baselines (:mod:`networkedfl.algorithms.fedavg` and its siblings) keep the
+The federated baselines (:func:`networkedfl.algorithms.fedavg` and its siblings) keep the
 models of all clients as the rows of one ``(n_clients, P)`` matrix and evaluate losses and
 gradients of all clients in one call through :func:`torch.func.vmap` over
 :func:`torch.func.grad`.  For that a model is described by a :class:`FlatModel`: a pure
@@ -20,6 +20,8 @@ seeds or reads the global random state.
 
 from __future__ import annotations
 
+import copy
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,9 +31,11 @@ import numpy as np
 import torch
 from torch import Tensor
 from torch.func import functional_call, grad, vmap
+from torch.overrides import TorchFunctionMode
 
+from .._nodedata import NodeData
 from .._validation import check_int_array
-from ..gtv import NodeData
+from ..seeding import as_rng
 
 __all__ = [
     "DEFAULT_DTYPE",
@@ -39,6 +43,7 @@ __all__ = [
     "DeviceLike",
     "FlatModel",
     "GeneratorLike",
+    "MODULE_INITS",
     "PaddedClients",
     "as_device",
     "as_dtype",
@@ -54,8 +59,10 @@ __all__ = [
 ]
 
 DeviceLike = str | torch.device
-#: The one default precision of the torch code (models, client data, algorithms).
-DEFAULT_DTYPE = torch.float64
+#: The one default precision of the torch code (models, client data, algorithms): float32, as
+#: PyTorch's own.  Pass ``dtype=torch.float64`` (or ``"float64"``) where a result needs it; the
+#: pipeline's targets name theirs (float64 unless their configuration says otherwise).
+DEFAULT_DTYPE = torch.float32
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 #: What the algorithms accept as a source of randomness (see :func:`make_generator`).
 GeneratorLike = torch.Generator | np.random.Generator | int
@@ -95,9 +102,11 @@ def make_generator(source: GeneratorLike | None) -> torch.Generator:
     ----------
     source
         A :class:`torch.Generator` (returned as it is, so its state advances as it is
-        used), a :class:`numpy.random.Generator` (one 63-bit seed is drawn from it), an
-        ``int`` seed, or ``None`` (a generator seeded from fresh OS entropy: not
-        reproducible).  This is the ``seed`` convention of :mod:`networkedfl.seeding`.
+        used), a :class:`numpy.random.Generator` (one 63-bit seed is drawn from it; from a
+        ``SeedSequence``, ``BitGenerator`` or ``RandomState``, from the generator
+        :func:`networkedfl.seeding.as_rng` makes of it), an ``int`` seed, or ``None`` (a
+        generator seeded from fresh OS entropy: not reproducible).  This is the ``seed``
+        convention of :mod:`networkedfl.seeding`.
 
     Notes
     -----
@@ -110,14 +119,15 @@ def make_generator(source: GeneratorLike | None) -> torch.Generator:
         generator = torch.Generator(device="cpu")
         generator.seed()  # non-deterministic, as numpy.random.default_rng(None)
         return generator
-    if isinstance(source, np.random.Generator):
-        seed = int(source.integers(0, 2**63 - 1))
+    if isinstance(source, np.random.Generator | np.random.SeedSequence | np.random.BitGenerator
+                  | np.random.RandomState):
+        seed = int(as_rng(source).integers(0, 2**63 - 1))  # a Generator: as it is, advancing
     elif isinstance(source, int | np.integer) and not isinstance(source, bool):
         seed = int(source)
     else:
         raise TypeError(
-            "seed must be None, an int, a numpy.random.Generator or a torch.Generator, "
-            f"got {type(source).__name__}"
+            "seed must be None, an int, a numpy Generator, SeedSequence, BitGenerator or "
+            f"RandomState, or a torch.Generator, got {type(source).__name__}"
         )
     return torch.Generator(device="cpu").manual_seed(seed)
 
@@ -226,6 +236,12 @@ class FlatModel:
         gradient 0), so that empty mini-batches of padded clients leave the model unchanged.
         """
         losses = self.sample_loss(self.forward(params, features), targets)
+        if losses.shape != features.shape[:1]:  # static under vmap: no cost per step
+            raise ValueError(
+                f"{self.name}: sample_loss must return one loss per sample, shape (m,) = "
+                f"{tuple(features.shape[:1])}, got {tuple(losses.shape)}; a loss that reduces over "
+                "the samples (a mean or sum) counts the padding rows of the clients' datasets: "
+                "compute it with reduction='none'")
         if weights is None:
             return losses.mean()
         total = weights.sum()
@@ -332,10 +348,104 @@ def softmax_regression(dim: int, n_classes: int, *, bias: bool = True) -> FlatMo
     return FlatModel(n_params, forward, cross_entropy, _zeros_init(n_params), name, batch_gradient=batch_gradient)
 
 
+#: What ``init`` of :func:`from_module` accepts.
+MODULE_INITS = ("reset", "module")
+
+#: The in-place and factory draws of torch that take a ``generator``: :class:`_DrawFrom`
+#: hands them one (``torch.nn.init``'s functions, which the layers' ``reset_parameters``
+#: call, reach the mode with their ``generator`` keyword and get it the same way).
+_DRAWS = frozenset({
+    *(getattr(torch._C.TensorBase, name) for name in (
+        "uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_", "log_normal_",
+        "cauchy_")),
+    torch.rand, torch.randn, torch.randint, torch.randperm, torch.normal, torch.bernoulli,
+    torch.multinomial, torch.poisson,
+})
+
+
+class _DrawFrom(TorchFunctionMode):
+    """Within this mode every draw made without a generator (a ``generator=None`` keyword, or
+    one of :data:`_DRAWS`) uses ``generator``; the mode is thread-local, nothing global
+    changes."""
+
+    def __init__(self, generator: torch.Generator) -> None:
+        super().__init__()
+        self.generator = generator
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if kwargs.get("generator") is None and ("generator" in kwargs or func in _DRAWS):
+            kwargs["generator"] = self.generator
+        return func(*args, **kwargs)
+
+
+def _reduction(sample_loss: Any) -> str | None:
+    """How ``sample_loss`` reduces over the samples, if it says so: the ``reduction`` of a
+    torch loss module, or the default of a function's ``reduction`` parameter (``F.mse_loss``,
+    ``F.cross_entropy``; a :func:`functools.partial` with ``reduction='none'`` shows that)."""
+    if isinstance(sample_loss, torch.nn.Module):
+        return getattr(sample_loss, "reduction", None)
+    try:
+        parameter = inspect.signature(sample_loss).parameters.get("reduction")
+    except (TypeError, ValueError):
+        return None
+    if parameter is None or parameter.default is inspect.Parameter.empty:
+        return None
+    return parameter.default
+
+
+def _check_sample_loss(sample_loss: Any) -> None:
+    """A ``ValueError`` for a torch loss that reduces over the samples (the padding rows of
+    padded client data would count in every client's loss)."""
+    if not callable(sample_loss):
+        raise TypeError(f"sample_loss must be callable, got {type(sample_loss).__name__}")
+    reduction = _reduction(sample_loss)
+    if reduction is not None and reduction != "none":
+        what = getattr(sample_loss, "__name__", type(sample_loss).__name__)
+        fix = (f"{type(sample_loss).__name__}(reduction='none')" if isinstance(sample_loss, torch.nn.Module)
+               else f"functools.partial({what}, reduction='none')")
+        raise ValueError(
+            f"sample_loss must return one loss per sample, shape (m,): {what} reduces over the "
+            f"samples (reduction={reduction!r}), so the padding rows of the clients' datasets would "
+            f"count in every client's loss; pass {fix} (reduction='none'), or "
+            "networkedfl.nn.cross_entropy / squared_error")
+
+
+def _reset_draw(module: torch.nn.Module) -> Callable[[torch.Generator], list[Tensor]]:
+    """``draw(generator)``: the parameters of a fresh copy of ``module`` after every submodule's
+    ``reset_parameters()`` (in ``module.modules()`` order, the order of construction for
+    ``nn.Sequential`` and most networks), each draw taken from ``generator``."""
+    template = copy.deepcopy(module)
+    resets = [getattr(m, "reset_parameters", None) or getattr(m, "_reset_parameters", None)
+              for m in template.modules()]
+    if not any(callable(r) for r in resets):
+        raise ValueError(f"{type(module).__name__} has no submodule with reset_parameters(): "
+                         "from_module(..., init='module') starts from its current parameters")
+
+    def draw(generator: torch.Generator) -> list[Tensor]:
+        copy_ = copy.deepcopy(template)
+        state = torch.random.get_rng_state()
+        with torch.no_grad(), _DrawFrom(generator):
+            for m in copy_.modules():
+                reset = getattr(m, "reset_parameters", None) or getattr(m, "_reset_parameters", None)
+                if callable(reset):
+                    reset()
+        if not torch.equal(torch.random.get_rng_state(), state):
+            torch.random.set_rng_state(state)  # leave the global state as it was
+            raise ValueError(
+                f"{type(module).__name__}'s reset_parameters() draws from PyTorch's global generator "
+                "by an operation that takes no generator, so seed= cannot fix it: use "
+                "from_module(..., init='module') and seed the module's construction, or pass init=")
+        return [p.detach() for _, p in copy_.named_parameters()]
+
+    return draw
+
+
 def from_module(
     module: torch.nn.Module,
     sample_loss: Callable[[Tensor, Tensor], Tensor],
     *,
+    init: str = "reset",
     name: str | None = None,
 ) -> FlatModel:
     """Wrap a :class:`torch.nn.Module` as a :class:`FlatModel`.
@@ -343,8 +453,7 @@ def from_module(
     The flat vector is the concatenation of ``module.named_parameters()`` flattened in
     that order; ``forward`` unflattens it into the parameter shapes and calls
     :func:`torch.func.functional_call`.  Floating-point buffers are passed along cast to
-    the parameters' dtype.  ``init`` returns the module's current parameters flattened
-    (the generator is not used): seed the module's construction to vary it.
+    the parameters' dtype.
 
     The module must be usable under :func:`torch.func.vmap` (no in-place buffer updates:
     put batch normalisation in eval mode, for instance).
@@ -354,11 +463,27 @@ def from_module(
     module
         The network; it is not modified.
     sample_loss
-        ``sample_loss(outputs, targets) -> (m,)``, e.g. :func:`squared_error` or
-        :func:`cross_entropy`.
+        ``sample_loss(outputs, targets) -> (m,)``: one loss per sample, e.g.
+        :func:`cross_entropy`, :func:`squared_error` or a torch loss with
+        ``reduction='none'`` (``functools.partial(F.cross_entropy, reduction='none')``).  A
+        loss that reduces over the samples (every torch loss by default) is refused: the
+        padding rows of the clients' datasets would count in their losses.
+    init
+        The starting models the methods draw (``model.initial_params(seed)``):
+        ``"reset"`` (default): a fresh draw, as PyTorch initialises the module: every
+        submodule's ``reset_parameters()`` (in ``module.modules()`` order) with its random
+        numbers from the method's ``seed``, so that IFCA's ``k`` cluster models differ and a
+        seed fixes the start (``initial_params(s)`` equals the module built after
+        ``torch.manual_seed(s)`` when construction order is ``modules()`` order, as for
+        ``nn.Sequential``); nothing global is seeded or changed.  Parameters that no
+        ``reset_parameters()`` covers keep the module's values.  ``"module"``: the module's
+        current parameters, whatever the seed (e.g. a pretrained network).
     name
         Log name (default: the module's class name).
     """
+    _check_sample_loss(sample_loss)
+    if init not in MODULE_INITS:
+        raise ValueError(f"init must be one of {MODULE_INITS}, got {init!r}")
     named = [(k, v.detach().clone()) for k, v in module.named_parameters()]
     if not named:
         raise ValueError("the module has no parameters")
@@ -377,11 +502,18 @@ def from_module(
             values[k] = b.to(params.dtype) if b.is_floating_point() else b
         return functional_call(module, values, (features,))
 
-    def init(generator: torch.Generator | None, dtype: torch.dtype, device: torch.device) -> Tensor:
-        return initial.to(dtype=dtype, device=device)
+    if init == "module":
+        def start(generator: torch.Generator | None, dtype: torch.dtype, device: torch.device) -> Tensor:
+            return initial.to(dtype=dtype, device=device)
+    else:
+        draw = _reset_draw(module)
+
+        def start(generator: torch.Generator | None, dtype: torch.dtype, device: torch.device) -> Tensor:
+            gen = require_generator(generator, f"from_module(..., init='reset') of {type(module).__name__}")
+            return torch.cat([p.reshape(-1) for p in draw(gen)]).to(dtype=dtype, device=device)
 
     return FlatModel(
-        sum(sizes), forward, sample_loss, init, name or f"from_module({type(module).__name__})"
+        sum(sizes), forward, sample_loss, start, name or f"from_module({type(module).__name__})"
     )
 
 
@@ -461,7 +593,7 @@ class ClientData(PaddedClients):
     Notes
     -----
     Padding may sit anywhere in a row; the mini-batch kernel
-    (:func:`~networkedfl.algorithms.local_sgd.local_sgd`) only shuffles samples with a
+    (:func:`~networkedfl.algorithms.local_sgd`) only shuffles samples with a
     positive weight.
     """
 

@@ -462,6 +462,11 @@ class NextWordBatches:
     def n_clients(self) -> int:
         return int(self.windows.n_clients)
 
+    @property
+    def sample_weights(self) -> Tensor | None:
+        """The wrapped windows' sample weights (their precision is the batches'), if any."""
+        return getattr(self.windows, "sample_weights", None)
+
     def sample(self, batch_size: int | None, generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:
         """``(rows (n, U), distributions (n, U, V), row weights (n, U))`` of one batch."""
         ids, targets, weights = self.windows.sample(batch_size, generator)

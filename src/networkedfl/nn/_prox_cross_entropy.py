@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .._validation import check_node_mask
+from .._validation import check_finite, check_int, check_node_mask
 from ._mnist_network import TwoLayerNetwork
 from ._models import DeviceLike
 from ._optim import RMSprop
@@ -104,10 +104,10 @@ class InexactProxCrossEntropy:
             raise ValueError(f"labels must lie in [0, {self.network.n_classes - 1}]")
         if self.optimizer not in ("rmsprop", "sgd"):
             raise ValueError(f"optimizer must be 'rmsprop' or 'sgd', got {self.optimizer!r}")
-        if int(self.steps) < 1 or not self.lr > 0 or int(self.replicas) < 1:
-            raise ValueError("need steps >= 1, lr > 0 and replicas >= 1")
-        if not self.prox_scale >= 0:
-            raise ValueError(f"prox_scale must be >= 0, got {self.prox_scale!r}")
+        check_int(self.steps, "steps", minimum=1)
+        check_int(self.replicas, "replicas", minimum=1)
+        check_finite(self.lr, "lr", sign="positive")
+        check_finite(self.prox_scale, "prox_scale", sign="non-negative")
         rows = int(self.replicas) * x.shape[0]
         mask = check_node_mask(self.mask, rows)
         object.__setattr__(self, "features", x)

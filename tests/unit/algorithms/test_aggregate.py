@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from networkedfl.algorithms import fedavg, fedsgd, local_training
 from networkedfl.algorithms.aggregate import (
     check_fraction,
     consensus_distance,
@@ -14,9 +15,6 @@ from networkedfl.algorithms.aggregate import (
     sample_clients,
 )
 from networkedfl.algorithms.contract import UNSET, TrainingOptions, start_run
-from networkedfl.algorithms.fedavg import fedavg
-from networkedfl.algorithms.fedsgd import fedsgd
-from networkedfl.algorithms.local import local_training
 from networkedfl.nn import (
     DEFAULT_DTYPE,
     ClientData,
@@ -85,13 +83,13 @@ def test_options_as_one_object_and_as_keywords_give_the_same_run():
     assert not torch.equal(overridden.client_params, by_object.client_params)
 
 
-def test_local_training_accepts_epochs_as_its_name_of_local_epochs():
+def test_local_training_runs_n_rounds_of_local_epochs():
     data, model = _data(), linear_regression(2)
-    a = local_training(model, data, epochs=2, batch_size=None, lr=0.1)
+    a = local_training(model, data, n_rounds=2, local_epochs=1, batch_size=None, lr=0.1)
     b = local_training(model, data, TrainingOptions(local_epochs=2, batch_size=None, lr=0.1))
-    assert torch.equal(a.client_params, b.client_params) and a.n_rounds == 2
-    with pytest.raises(TypeError, match="both 'epochs' and 'local_epochs'"):
-        local_training(model, data, epochs=2, local_epochs=2, batch_size=None, lr=0.1)
+    assert torch.equal(a.client_params, b.client_params) and (a.n_rounds, b.n_rounds) == (2, 1)
+    with pytest.raises(TypeError, match="'epochs'; did you mean 'local_epochs'"):
+        local_training(model, data, epochs=2, batch_size=None, lr=0.1)
 
 
 @pytest.mark.parametrize(
@@ -105,7 +103,7 @@ def test_local_training_accepts_epochs_as_its_name_of_local_epochs():
          "fedsgd\\(\\) does not use the option 'batch_size'"),
         (lambda m, d: fedsgd(m, d, n_rounds=1, lr=0.1, n_round=2), TypeError,
          "unexpected keyword argument 'n_round'"),
-        (lambda m, d: fedsgd(m, d, n_rounds=1, lr=-0.1), ValueError, "lr must be positive"),
+        (lambda m, d: fedsgd(m, d, n_rounds=1, lr=-0.1), ValueError, "lr must be finite and positive"),
         (lambda m, d: fedsgd(m, d, n_rounds=1, lr=0.1, client_fraction=1.5), ValueError,
          "client_fraction"),
         (lambda m, d: fedavg(m, d, n_rounds=1, local_epochs=1, batch_size=0, lr=0.1), ValueError,
@@ -133,7 +131,7 @@ def test_resolve_fills_the_method_defaults_and_parses_device_and_dtype():
 
 
 def test_one_default_dtype_and_its_parser():
-    assert DEFAULT_DTYPE is torch.float64 and as_dtype(None) is torch.float64
+    assert DEFAULT_DTYPE is torch.float32 and as_dtype(None) is torch.float32  # issue 35: float32
     assert as_dtype("float32") is torch.float32 and as_dtype(torch.float64) is torch.float64
     with pytest.raises(ValueError, match="dtype"):
         as_dtype(torch.int64)
@@ -159,7 +157,7 @@ def test_sgd_step_keeps_frozen_coordinates():
 def test_local_steps_equal_steps_of_the_masked_gradient_bit_for_bit():
     """local_steps freezes instead of zeroing the gradient first: the same floats as
     ``sgd_step(params, g * mask, lr, mask)`` at every step, inf and NaN gradients included."""
-    from networkedfl.algorithms.local_sgd import local_steps
+    from networkedfl.algorithms import local_steps
     from networkedfl.nn import ClientBatches, make_generator
 
     rng = np.random.default_rng(5)

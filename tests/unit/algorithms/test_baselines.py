@@ -10,20 +10,21 @@ import pytest
 import torch
 from sklearn.metrics import adjusted_rand_score
 
-from networkedfl.algorithms.fedavg import fedavg, sample_clients
-from networkedfl.algorithms.fedsgd import fedsgd
-from networkedfl.algorithms.gossip import (
+from networkedfl import NodeData
+from networkedfl.algorithms import (
     MIXING_RULES,
     consensus_distance,
     decentralized_fedavg,
+    fedavg,
+    fedsgd,
     gossip_average,
+    ifca,
+    local_sgd,
+    local_training,
     mixing_matrix,
+    sample_clients,
 )
-from networkedfl.algorithms.ifca import ifca
-from networkedfl.algorithms.local import local_training
-from networkedfl.algorithms.local_sgd import local_sgd
 from networkedfl.graphs import EmpiricalGraph, stochastic_block_model
-from networkedfl.gtv import NodeData
 from networkedfl.nn import (
     ClientData,
     client_gradients,
@@ -74,7 +75,7 @@ def _torch(a):
 def test_fedavg_one_client_full_batch_is_gradient_descent(local_epochs):
     rng = np.random.default_rng(0)
     x, y = _linear_clients(rng, 1, 20, 3)
-    data = ClientData.from_arrays(x, y)
+    data = ClientData.from_arrays(x, y, dtype=torch.float64)
     res = fedavg(
         linear_regression(3),
         data,
@@ -96,7 +97,7 @@ def test_fedavg_identical_clients_equals_centralised_gd():
     rng = np.random.default_rng(1)
     x, y = _linear_clients(rng, 1, 15, 4)
     n = 5
-    data = ClientData.from_arrays(np.repeat(x, n, 0), np.repeat(y, n, 0))
+    data = ClientData.from_arrays(np.repeat(x, n, 0), np.repeat(y, n, 0), dtype=torch.float64)
     res = fedavg(
         linear_regression(4, bias=True), data, n_rounds=6, local_epochs=2, batch_size=None, lr=0.03
     )
@@ -112,7 +113,7 @@ def test_fedavg_one_client_minibatch_equals_local_sgd_on_its_data():
     """T rounds of E epochs = T*E epochs of the same mini-batch SGD (same random orders)."""
     rng = np.random.default_rng(2)
     x, y = _linear_clients(rng, 1, 23, 3)
-    data = ClientData.from_arrays(x, y)
+    data = ClientData.from_arrays(x, y, dtype=torch.float64)
     model = linear_regression(3)
     res = fedavg(model, data, n_rounds=4, local_epochs=2, batch_size=5, lr=0.02, seed=11)
     ref = local_sgd(
@@ -132,7 +133,7 @@ def test_fedavgc_equals_fedavg_per_cluster():
     counts = np.array([4, 9, 6, 12, 3, 7, 10])
     groups = np.array([2, 0, 2, 1, 0, 2, 1])
     x, y = _linear_clients(rng, 7, 12, 3, counts=counts)
-    data = ClientData.from_arrays(x, y, counts)
+    data = ClientData.from_arrays(x, y, counts, dtype=torch.float64)
     model = linear_regression(3, bias=True)
     kw = dict(n_rounds=5, local_epochs=2, batch_size=None, lr=0.02)
     joint = fedavg(model, data, groups=groups, **kw)
@@ -170,7 +171,7 @@ def test_fedsgd_equals_pooled_gd_with_unequal_sizes():
     rng = np.random.default_rng(4)
     counts = np.array([3, 7, 12, 1, 9])
     x, y = _linear_clients(rng, 5, 12, 4, counts=counts)
-    data = ClientData.from_arrays(x, y, counts)
+    data = ClientData.from_arrays(x, y, counts, dtype=torch.float64)
     res = fedsgd(linear_regression(4), data, n_rounds=15, lr=0.05)
     px, py, _ = data.pooled()
     assert px.shape[0] == counts.sum()
@@ -196,7 +197,7 @@ def test_ifca_recovers_planted_partition():
     centres = np.array([[2.0, -1.0, 1.5, 0.5], [-1.5, 2.0, -0.5, -2.0]])
     truth = centres[truth_clusters]
     x, y = _linear_clients(rng, n, 25, d, truth=truth, noise=0.05)
-    data = ClientData.from_arrays(x, y)
+    data = ClientData.from_arrays(x, y, dtype=torch.float64)
     res = ifca(
         linear_regression(d, init="bernoulli"),
         data,
@@ -222,8 +223,8 @@ def test_ifca_recovers_planted_partition():
 
 
 def test_ifca_rejects_identical_random_init():
-    data = ClientData.from_arrays(np.zeros((2, 3, 2)), np.zeros((2, 3)))
-    with pytest.raises(ValueError, match="identical cluster models"):
+    data = ClientData.from_arrays(np.zeros((2, 3, 2)), np.zeros((2, 3)), dtype=torch.float64)
+    with pytest.raises(ValueError, match="cluster models.*are identical"):
         ifca(linear_regression(2), data, n_clusters=2, n_rounds=1, lr=0.1)
 
 
@@ -293,7 +294,7 @@ def test_mixing_matrix_errors():
 def test_decentralized_fedavg_pure_gossip_and_message_count():
     n, p = 8, 3
     ring = EmpiricalGraph(n, np.stack([np.arange(n), (np.arange(n) + 1) % n], 1), np.ones(n))
-    data = ClientData.from_arrays(np.zeros((n, 2, p)), np.zeros((n, 2)))
+    data = ClientData.from_arrays(np.zeros((n, 2, p)), np.zeros((n, 2)), dtype=torch.float64)
     init = _torch(np.random.default_rng(8).standard_normal((n, p)))
     res = decentralized_fedavg(
         linear_regression(p),
@@ -320,7 +321,7 @@ def test_decentralized_fedavg_trains_and_reaches_consensus():
     rng = np.random.default_rng(9)
     graph = stochastic_block_model([6, 6], 0.7, 0.3, rng)
     x, y = _linear_clients(rng, 12, 20, 3, truth=np.tile([1.0, -2.0, 0.5], (12, 1)))
-    data = ClientData.from_arrays(x, y)
+    data = ClientData.from_arrays(x, y, dtype=torch.float64)
     model = linear_regression(3)
     res = decentralized_fedavg(
         model, data, graph, n_rounds=40, local_epochs=1, batch_size=5, lr=0.02, seed=1
@@ -339,7 +340,7 @@ def _mlp_model():
     n_params = sum(p.numel() for p in module.parameters())
     fixed = torch.randn(n_params, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     torch.nn.utils.vector_to_parameters(fixed, module.parameters())  # no global seeding
-    model = from_module(module, lambda out, t: squared_error(out.squeeze(-1), t))
+    model = from_module(module, lambda out, t: squared_error(out.squeeze(-1), t), init="module")
     return module, model
 
 
@@ -392,7 +393,7 @@ def test_softmax_and_module_losses_match_hand_computation():
     # from_module init = the module's parameters; loss by hand with the module itself
     module, model = _mlp_model()
     y = rng.standard_normal((n, m))
-    init = model.initial_params()
+    init = model.initial_params(dtype=torch.float64)
     loss = client_losses(model, init, _torch(x), _torch(y)).numpy()
     with torch.no_grad():
         hand = [
@@ -405,7 +406,7 @@ def test_losses_of_models_is_every_client_under_every_model():
     rng = np.random.default_rng(12)
     counts = [4, 6, 2]
     x, y = _linear_clients(rng, 3, 6, 2, counts=counts)
-    data = ClientData.from_arrays(x, y, counts)
+    data = ClientData.from_arrays(x, y, counts, dtype=torch.float64)
     model = linear_regression(2, bias=True)
     models = _torch(rng.standard_normal((4, 3)))
     table = losses_of_models(model, models, data.features, data.targets, data.sample_weights)
@@ -422,10 +423,10 @@ def test_losses_of_models_is_every_client_under_every_model():
 def test_client_data_constructors():
     rng = np.random.default_rng(13)
     node = NodeData(rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 4)))
-    data = ClientData.from_node_data(node)
+    data = ClientData.from_node_data(node, dtype=torch.float64)
     assert data.features.dtype == torch.float64 and data.n_samples.tolist() == [4.0] * 3
     ragged = ClientData.from_client_arrays(
-        [rng.standard_normal((k, 2)) for k in (1, 4, 2)], [np.arange(k) for k in (1, 4, 2)]
+        [rng.standard_normal((k, 2)) for k in (1, 4, 2)], [np.arange(k) for k in (1, 4, 2)], dtype=torch.float64
     )
     assert ragged.max_samples == 4 and ragged.counts.tolist() == [1, 4, 2]
     assert ragged.targets.dtype == torch.int64  # integer labels stay integer
@@ -448,7 +449,7 @@ def test_local_sgd_partial_batches_and_padding():
     out = local_sgd(
         model,
         start,
-        ClientData.from_arrays(x, y, counts),
+        ClientData.from_arrays(x, y, counts, dtype=torch.float64),
         epochs=2,
         batch_size=2,
         lr=0.05,
@@ -474,7 +475,7 @@ def test_local_sgd_partial_batches_and_padding():
             local_sgd(
                 model,
                 torch.zeros(3, 2, dtype=torch.float64),
-                ClientData.from_arrays(xf, yf, [5, 9, 2]),
+                ClientData.from_arrays(xf, yf, [5, 9, 2], dtype=torch.float64),
                 **kw,
                 seed=torch.Generator().manual_seed(3),
             )
@@ -484,7 +485,7 @@ def test_local_sgd_partial_batches_and_padding():
 
 def test_minibatches_without_a_seed_draw_fresh_entropy():
     """``seed=None`` runs (numpy's convention: fresh entropy); an int seed reproduces."""
-    data = ClientData.from_arrays(np.arange(20.0).reshape(2, 5, 2), np.arange(10.0).reshape(2, 5))
+    data = ClientData.from_arrays(np.arange(20.0).reshape(2, 5, 2), np.arange(10.0).reshape(2, 5), dtype=torch.float64)
 
     def run(seed):
         return local_sgd(linear_regression(2), torch.zeros(2, 2, dtype=torch.float64), data,
@@ -502,7 +503,7 @@ def test_same_seed_same_result_other_seed_other_batches():
     rng = np.random.default_rng(15)
     counts = rng.integers(4, 13, 8)
     x, y = _linear_clients(rng, 8, 12, 3, counts=counts)
-    data = ClientData.from_arrays(x, y, counts)
+    data = ClientData.from_arrays(x, y, counts, dtype=torch.float64)
     model = linear_regression(3)
 
     def run(seed):
@@ -531,7 +532,7 @@ def test_same_seed_same_result_other_seed_other_batches():
     b = local_sgd(model, start, data, epochs=1, batch_size=3, lr=0.05, seed=g5)
     assert not torch.equal(a, b)
     # local training epoch by epoch = one local_sgd call with all epochs
-    loc = local_training(model, data, epochs=3, batch_size=3, lr=0.05, seed=7)
+    loc = local_training(model, data, n_rounds=3, local_epochs=1, batch_size=3, lr=0.05, seed=7)
     ref = local_sgd(
         model,
         start,
@@ -549,7 +550,7 @@ def test_decentralized_fedavg_rejects_a_graph_with_an_isolated_client():
     from networkedfl.graphs import GraphError
 
     rng = np.random.default_rng(0)
-    data = ClientData.from_arrays(rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 4)))
+    data = ClientData.from_arrays(rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 4)), dtype=torch.float64)
     graph = EmpiricalGraph(3, np.array([[0, 1]]), np.array([1.0]))
     with pytest.raises(GraphError, match="decentralized_fedavg: .*isolated nodes.*2"):
         decentralized_fedavg(linear_regression(2), data, graph, n_rounds=1, lr=0.1, local_epochs=1, batch_size=2)
@@ -562,4 +563,4 @@ def test_client_data_with_nan_or_inf_names_the_clients(field):
     (x if field == "features" else y)[2, 1, ...] = np.nan
     (x if field == "features" else y)[3, 0, ...] = np.inf
     with pytest.raises(ValueError, match=rf"{field} contain NaN or inf \(clients \[2, 3\]\)"):
-        ClientData.from_arrays(x, y)
+        ClientData.from_arrays(x, y, dtype=torch.float64)

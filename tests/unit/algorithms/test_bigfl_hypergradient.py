@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from networkedfl.algorithms.bigfl import (
+from networkedfl.algorithms import (
     ColumnProjection,
     Embedding,
     all_negatives,
@@ -48,7 +48,7 @@ class Problem:
         self.data = ClientBatches.from_arrays(x, y, dtype=DT)
         self.batch = (self.data.features, self.data.targets, self.data.sample_weights)
         self.graph = ring(N)
-        self.prop = normalized_adjacency(self.graph)
+        self.prop = normalized_adjacency(self.graph, dtype=torch.float64)
         self.neighbours = torch.as_tensor(self.graph.adjacency.toarray() > 0).to(DT)
         self.negatives = negative_samples(self.neighbours, N, torch.Generator().manual_seed(0))
         # identity (d = P) or a fixed (P, 4) projection, the Fig. 10.4 kind of embedding
@@ -186,7 +186,7 @@ def test_bigfl_round_from_the_equilibrium_descends_the_ul_objective(options):
     before = prob.ell(eye)
     grad, _ = prob.hyper(start, eye, inverse="exact")
     alpha = 1e-2
-    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=1, local_steps=2, lr_lower=0.1,
+    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=1, local_steps=2, lr=0.1,
                 lr_upper=alpha, batch_size=None, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
                 n_negatives=N, init=start, seed=0, **options)
     torch.testing.assert_close(res.client_params, start, rtol=0, atol=1e-12)
@@ -201,7 +201,7 @@ def test_recorded_upper_loss_is_the_ul_loss_at_the_lower_level_iterate():
     frozen (alpha ~ 0), while l(phi) stays put."""
     prob = make_problem(False)
     init = prob.model.initial_params(torch.Generator().manual_seed(3), dtype=DT)
-    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=40, local_steps=5, lr_lower=0.1,
+    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=40, local_steps=5, lr=0.1,
                 lr_upper=1e-12, batch_size=None, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
                 n_negatives=N, init=init, seed=0)
     recorded = np.array([row["upper_loss"] for row in res.history])
@@ -219,7 +219,7 @@ def test_all_negatives_give_the_expectation_of_the_sampled_ul_loss():
     ``negative_samples`` (uniform k-subsets of the non-neighbours, independent per node)."""
     n, k = 6, 2
     graph = ring(n)
-    prop = normalized_adjacency(graph)
+    prop = normalized_adjacency(graph, dtype=torch.float64)
     neighbours = torch.as_tensor(graph.adjacency.toarray() > 0).to(DT)
     gen = torch.Generator().manual_seed(4)
     u = torch.randn(n, 3, generator=gen, dtype=DT)
@@ -243,7 +243,7 @@ def test_bigfl_history_diagnostics_isolate_the_upper_level_step():
     prob = make_problem(False)
     init = prob.model.initial_params(torch.Generator().manual_seed(3), dtype=DT)
     alpha = 1e-3
-    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr_lower=0.1,
+    res = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr=0.1,
                 lr_upper=alpha, batch_size=4, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
                 n_negatives=1, neumann_scale=0.0, init=init, seed=0)
     h = {key: np.array([row[key] for row in res.history])
@@ -262,7 +262,7 @@ def test_bigfl_history_diagnostics_isolate_the_upper_level_step():
     # one sampled non-neighbour of two: the recorded loss carries sampling noise the full one has not
     assert not np.allclose(h["upper_loss"], h["upper_loss_full"], rtol=0, atol=1e-6)
     # without the diagnostics (tuning runs): the same run, only those three entries missing
-    plain = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr_lower=0.1,
+    plain = bigfl(prob.model, prob.data, prob.graph, n_rounds=6, local_steps=3, lr=0.1,
                   lr_upper=alpha, batch_size=4, lam=LAM, kappa=KAPPA, lam_upper=LAM_UPPER,
                   n_negatives=1, neumann_scale=0.0, init=init, seed=0, diagnostics=False)
     assert torch.equal(plain.client_params, res.client_params) and torch.equal(plain.phi, res.phi)
@@ -318,9 +318,9 @@ def test_nplm_hypergradient_with_closed_forms_equals_autograd():
     batch = source.sample(None, torch.Generator().manual_seed(0))
     present = rng.random((N, 9)) < 0.7
     mask = torch.as_tensor(layout.frozen_rows_mask(present)).to(DT)
-    theta = layout.zero_absent_rows(model.initial_params(torch.Generator().manual_seed(1)), present)
+    theta = layout.zero_absent_rows(model.initial_params(torch.Generator().manual_seed(1), dtype=torch.float64), present)
     graph = ring(N)
-    prop = normalized_adjacency(graph)
+    prop = normalized_adjacency(graph, dtype=torch.float64)
     neighbours = torch.as_tensor(graph.adjacency.toarray() > 0).to(DT)
     negatives = negative_samples(neighbours, 2, torch.Generator().manual_seed(2))
     hidden = layout.hidden_layer
@@ -341,7 +341,7 @@ def test_graph_term_adjoints_equal_the_vjp_of_the_graph_term(kind):
     embedding and a propagation matrix that is not symmetric (so every ``L^T`` is tested)."""
     from torch.func import vjp
 
-    from networkedfl.algorithms.bigfl import _graph_term, _graph_term_adjoints
+    from networkedfl.algorithms._bigfl import _graph_term, _graph_term_adjoints
 
     g = torch.Generator().manual_seed(11)
     n, p, cpu = 5, 7, torch.device("cpu")

@@ -12,12 +12,16 @@ import numpy as np
 import pytest
 import torch
 
+from networkedfl.algorithms import (
+    client_chunks,
+    fedavg,
+    fedsgd,
+    ifca,
+    in_client_chunks,
+    local_sgd,
+    local_training,
+)
 from networkedfl.algorithms.aggregate import group_average
-from networkedfl.algorithms.fedavg import fedavg
-from networkedfl.algorithms.fedsgd import fedsgd
-from networkedfl.algorithms.ifca import ifca
-from networkedfl.algorithms.local import local_training
-from networkedfl.algorithms.local_sgd import client_chunks, in_client_chunks, local_sgd
 from networkedfl.nn import ClientData, cross_entropy, from_module, linear_regression
 
 

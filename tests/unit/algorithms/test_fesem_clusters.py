@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from networkedfl.algorithms.fesem import (
+from networkedfl.algorithms import (
     assign_nearest,
     centre_distances,
     cluster_means,

@@ -5,26 +5,25 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from networkedfl.algorithms.bigfl import (
+from networkedfl.algorithms import (
+    MIXING_RULES,
     Embedding,
     bigfl,
-    hypergradient,
-    lower_gradients,
-    negative_samples,
-    normalized_adjacency,
-    upper_loss,
-)
-from networkedfl.algorithms.dfl import (
     check_doubly_stochastic,
     dfl_gt,
     dfl_iterates,
     dfl_sgd,
+    fedavg,
+    fedavg_steps,
+    fesem,
+    hypergradient,
+    lower_gradients,
+    mixing_matrix,
     mixing_operator,
+    negative_samples,
+    normalized_adjacency,
+    upper_loss,
 )
-from networkedfl.algorithms.fedavg import fedavg
-from networkedfl.algorithms.fedavg_steps import fedavg_steps
-from networkedfl.algorithms.fesem import fesem
-from networkedfl.algorithms.gossip import MIXING_RULES, mixing_matrix
 from networkedfl.graphs import EmpiricalGraph, ring, star, stochastic_block_model
 from networkedfl.nn import (
     ClientBatches,
@@ -46,14 +45,14 @@ def regression_data(n=6, m=12, d=3, seed=0, clusters=None, noise=0.1):
     truth = rng.standard_normal((n, d)) if clusters is None else clusters
     x = rng.standard_normal((n, m, d))
     y = np.einsum("nmd,nd->nm", x, truth) + noise * rng.standard_normal((n, m))
-    return ClientData.from_arrays(x, y), truth
+    return ClientData.from_arrays(x, y, dtype=torch.float64), truth
 
 
 def small_mlp(d_in=3, hidden=4, seed=0):
     torch.manual_seed(seed)  # module construction only; the algorithms never seed
     net = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1),
                               torch.nn.Flatten(0)).double()
-    return from_module(net, squared_error)
+    return from_module(net, squared_error, init="module")  # the module as constructed
 
 
 # ----------------------------------------------------------------------- mixing matrices
@@ -77,7 +76,7 @@ def test_mixing_matrices_are_doubly_stochastic(rule):
 
 
 def test_complete_graph_metropolis_is_uniform_averaging():
-    w, messages = mixing_operator(complete_graph(5))
+    w, messages = mixing_operator(complete_graph(5), dtype=torch.float64)
     np.testing.assert_allclose(w.to_dense().numpy(), np.full((5, 5), 0.2), atol=1e-15)
     assert messages == 20
 
@@ -116,7 +115,7 @@ def test_dfl_sgd_on_complete_graph_equals_fedavg_steps_minibatch_schedule_and_ma
     fedavg_steps(model, data, seed=7, callback=_history_params(b), **kw)
     for x, y in zip(a, b, strict=True):
         torch.testing.assert_close(x, y, rtol=0, atol=1e-12)
-    init = model.initial_params()
+    init = model.initial_params(dtype=torch.float64)
     frozen = mask == 0
     assert torch.equal(a[-1][frozen], init.expand(6, -1)[frozen])
 
@@ -126,7 +125,7 @@ def test_dfl_sgd_chapter_order_is_mix_plus_gradient_at_the_unmixed_point():
     data, _ = regression_data()
     model = linear_regression(3)
     g = ring(6)
-    w, _ = mixing_operator(g)
+    w, _ = mixing_operator(g, dtype=torch.float64)
     params = torch.randn(6, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     batches = ClientBatches.from_client_data(data)
     it = dfl_iterates(model, batches, w, n_steps=3, local_steps=2, lr=0.1, batch_size=None,
@@ -147,8 +146,8 @@ def test_gradient_tracker_average_equals_average_gradient_every_step(tau):
     data, _ = regression_data(n=7, m=30)
     model = small_mlp()
     g = stochastic_block_model([4, 3], 0.9, 0.3, np.random.default_rng(0))
-    w, _ = mixing_operator(g)
-    params = model.initial_params().expand(7, -1).clone()
+    w, _ = mixing_operator(g, dtype=torch.float64)
+    params = model.initial_params(dtype=torch.float64).expand(7, -1).clone()
     batches = ClientBatches.from_client_data(data)
     states = list(dfl_iterates(model, batches, w, n_steps=25, local_steps=tau, lr=inverse_sqrt(0.3),
                                batch_size=8, method="gt", params=params,
@@ -197,14 +196,14 @@ def test_fesem_recovers_three_well_separated_centres():
 def _bigfl_problem(seed=0, n=5, d=3):
     data, _ = regression_data(n=n, m=10, d=d, seed=seed)
     g = ring(n)
-    prop = normalized_adjacency(g)
+    prop = normalized_adjacency(g, dtype=torch.float64)
     neighbours = torch.as_tensor(g.adjacency.toarray() > 0).double()
     return data, g, prop, neighbours
 
 
 def test_normalized_adjacency_is_the_gcn_matrix():
     g = star(4)
-    p = normalized_adjacency(g).numpy()
+    p = normalized_adjacency(g, dtype=torch.float64).numpy()
     deg = np.array([4.0, 2, 2, 2])  # degrees of A + I
     a = g.adjacency.toarray() + np.eye(4)
     np.testing.assert_allclose(p, a / np.sqrt(np.outer(deg, deg)))
@@ -291,11 +290,11 @@ def test_bigfl_runs_batched_with_mask_and_projection():
     mask[:, :3] = 0.0  # freeze the first three weights of every client
     proj = torch.randn(model.n_params, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     seen = []
-    res = bigfl(model, data, ring(6), n_rounds=3, local_steps=2, lr_lower=0.05, lr_upper=0.05,
+    res = bigfl(model, data, ring(6), n_rounds=3, local_steps=2, lr=0.05, lr_upper=0.05,
                 batch_size=4, lam=0.1, kappa=0.01, n_negatives=2, embedding=proj, mask=mask,
                 seed=0, callback=lambda s: seen.append(s.round) or {"custom": 1})
     assert res.phi.shape == (4, 4) and not torch.allclose(res.phi, torch.eye(4, dtype=torch.float64))
-    init = model.initial_params()
+    init = model.initial_params(dtype=torch.float64)
     assert torch.equal(res.client_params[:, :3], init[:3].expand(6, -1))
     assert not torch.allclose(res.client_params[:, 3:], init[3:].expand(6, -1))
     assert seen == [1, 2, 3] and res.history[-1]["custom"] == 1
@@ -321,14 +320,14 @@ def test_frozen_coordinates_never_change_in_any_algorithm():
     mask = torch.ones(4, model.n_params, dtype=torch.float64)
     mask[0, :5] = 0.0
     mask[2, -3:] = 0.0
-    init = model.initial_params()
+    init = model.initial_params(dtype=torch.float64)
     kw = dict(n_rounds=2, local_steps=2, batch_size=5, mask=mask, seed=1)
     runs = {
         "fedavg": fedavg_steps(model, data, lr=0.1, **kw),
         "dfl_sgd": dfl_sgd(model, data, ring(4), lr=0.1, **kw),
         "dfl_gt": dfl_gt(model, data, ring(4), lr=0.1, **kw),
         "fesem": fesem(model, data, n_clusters=2, lr=0.1, lam=0.1, **kw),
-        "bigfl": bigfl(model, data, ring(4), lr_lower=0.1, lr_upper=0.1, lam=0.1, kappa=0.01,
+        "bigfl": bigfl(model, data, ring(4), lr=0.1, lr_upper=0.1, lam=0.1, kappa=0.01,
                        n_negatives=1, **kw),
     }
     for name, res in runs.items():
@@ -341,7 +340,7 @@ def test_vector_targets_and_sparse_mixing_matrix_are_accepted():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4, 6, 2))
     y = rng.standard_normal((4, 6, 3))
-    batches = ClientBatches.from_arrays(x, y)
+    batches = ClientBatches.from_arrays(x, y, dtype=torch.float64)
     torch.manual_seed(0)
     net = torch.nn.Linear(2, 3, bias=False).double()
     model = from_module(net, lambda out, tgt: ((out - tgt) ** 2).mean(-1))
@@ -360,4 +359,4 @@ def test_disconnected_or_isolated_graphs_are_rejected_at_entry():
         dfl_sgd(linear_regression(3), data, two_pairs, n_rounds=1, local_steps=1, lr=0.1, batch_size=None)
     isolated = EmpiricalGraph(4, np.array([[0, 1], [1, 2]]), np.ones(2))
     with pytest.raises(GraphError):
-        normalized_adjacency(isolated)
+        normalized_adjacency(isolated, dtype=torch.float64)

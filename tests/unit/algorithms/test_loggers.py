@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from networkedfl.algorithms.fedavg import fedavg
+from networkedfl.algorithms import fedavg
 from networkedfl.algorithms.loggers import CSVLogger, TensorBoardLogger, compose
 from networkedfl.nn import ClientData, client_losses, linear_regression
 
@@ -67,3 +67,12 @@ def test_tensorboard_logger_writes_scalars_when_installed(tmp_path):
         result = fedavg(model, data, n_rounds=2, local_epochs=1, batch_size=4, lr=0.05, seed=0, callback=log)
     assert [h["weight_norm"] > 0 for h in result.history] == [True, True]
     assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
+
+
+def test_compose_stops_when_one_callback_asks():
+    data, model = _data(), linear_regression(3)
+    seen = []
+    result = fedavg(model, data, n_rounds=6, local_epochs=1, batch_size=4, lr=0.05, seed=0,
+                    callback=compose(lambda s: {"r": s.round}, lambda s: s.round == 2,
+                                     lambda s: seen.append(s.round)))
+    assert result.n_rounds == 2 and seen == [1, 2] and [h["r"] for h in result.history] == [1, 2]

@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from networkedfl.algorithms.local import local_training
-from networkedfl.algorithms.local_momentum import local_momentum_sgd
-from networkedfl.algorithms.local_sgd import epoch_order
-from networkedfl.algorithms.pfedme import personalised_steps, pfedme
+from networkedfl.algorithms import (
+    epoch_order,
+    local_momentum_sgd,
+    local_training,
+    personalised_steps,
+    pfedme,
+)
 from networkedfl.nn import ClientData, linear_regression, make_generator
 
 # ---------------------------------------------------------------- helpers and references
@@ -43,7 +46,7 @@ def _clients(seed: int, counts, m: int, d: int):
         y[i, c:] = -1e3
     xs = [x[i, :c] for i, c in enumerate(counts)]
     ys = [y[i, :c] for i, c in enumerate(counts)]
-    return ClientData.from_arrays(x, y, counts), xs, ys
+    return ClientData.from_arrays(x, y, counts, dtype=torch.float64), xs, ys
 
 
 def _pfedme_reference(xs, ys, w0, *, rounds, local_rounds, inner, lr, plr, lam, beta):
@@ -269,7 +272,7 @@ def test_local_momentum_full_batch_matches_heavy_ball_and_torch_sgd():
     lr, mu, steps = 0.05, 0.9, 6
     seen = []
     res = local_momentum_sgd(
-        linear_regression(3), data, epochs=steps, batch_size=6, lr=lr, momentum=mu,
+        linear_regression(3), data, n_rounds=steps, local_epochs=1, batch_size=6, lr=lr, momentum=mu,
         init=w0, seed=0, callback=lambda s: seen.append(s.client_params[0].clone()) or None,
     )
     ref = _heavy_ball(xs[0], ys[0], w0, lr=lr, momentum=mu, steps=steps)
@@ -296,7 +299,7 @@ def test_local_momentum_full_batch_matches_heavy_ball_and_torch_sgd():
 def test_local_momentum_zero_is_plain_gradient_descent():
     data, xs, ys = _clients(11, [5, 5], 5, 2)
     w0 = np.array([[1.0, 1.0], [-1.0, 0.5]])
-    res = local_momentum_sgd(linear_regression(2), data, epochs=7, batch_size=10, lr=0.1,
+    res = local_momentum_sgd(linear_regression(2), data, n_rounds=7, local_epochs=1, batch_size=10, lr=0.1,
                              momentum=0.0, init=w0, seed=0)
     for i in range(2):
         gd = _heavy_ball(xs[i], ys[i], w0[i], lr=0.1, momentum=0.0, steps=7)[-1]
@@ -305,7 +308,7 @@ def test_local_momentum_zero_is_plain_gradient_descent():
 
 def test_local_momentum_zero_equals_local_training_with_minibatches():
     data, _, _ = _clients(12, [7, 4, 6], 7, 3)
-    kw = dict(epochs=3, batch_size=2, lr=0.05, init=np.array([0.1, 0.2, 0.3]), seed=42)
+    kw = dict(n_rounds=3, local_epochs=1, batch_size=2, lr=0.05, init=np.array([0.1, 0.2, 0.3]), seed=42)
     mom = local_momentum_sgd(linear_regression(3), data, momentum=0.0, **kw)
     plain = local_training(linear_regression(3), data, **kw)
     torch.testing.assert_close(mom.client_params, plain.client_params, rtol=0, atol=1e-13)
@@ -316,7 +319,7 @@ def test_local_momentum_minibatches_follow_the_shuffled_blocks_and_padded_client
     data, xs, ys = _clients(13, counts, 7, 2)
     w0 = np.array([0.4, -0.3])
     lr, mu, bs, epochs = 0.05, 0.8, 3, 3
-    res = local_momentum_sgd(linear_regression(2), data, epochs=epochs, batch_size=bs,
+    res = local_momentum_sgd(linear_regression(2), data, n_rounds=epochs, local_epochs=1, batch_size=bs,
                              lr=lr, momentum=mu, init=w0, seed=17)
     # reference: replay the same per-epoch orders; client 0 takes ceil(7/3) = 3 steps,
     # client 1 (2 samples) one full-batch step per epoch, its buffer waiting otherwise
@@ -343,13 +346,13 @@ def test_local_momentum_clients_do_not_interact():
     rng = np.random.default_rng(14)
     x = rng.standard_normal((2, 6, 3))
     y = rng.standard_normal((2, 6))
-    kw = dict(epochs=4, batch_size=6, lr=0.05, momentum=0.7, seed=0)
+    kw = dict(n_rounds=4, local_epochs=1, batch_size=6, lr=0.05, momentum=0.7, seed=0)
     init = np.array([[0.1, 0.2, 0.3], [-0.3, 0.0, 0.5]])
-    a = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x, y), init=init, **kw)
-    b = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x[::-1].copy(), y[::-1].copy()),
+    a = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x, y, dtype=torch.float64), init=init, **kw)
+    b = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x[::-1].copy(), y[::-1].copy(), dtype=torch.float64),
                            init=init[::-1].copy(), **kw)
     torch.testing.assert_close(b.client_params, a.client_params.flip(0), rtol=0, atol=1e-14)
-    alone = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x[:1], y[:1]),
+    alone = local_momentum_sgd(linear_regression(3), ClientData.from_arrays(x[:1], y[:1], dtype=torch.float64),
                                init=init[0], **kw)
     torch.testing.assert_close(alone.client_params[0], a.client_params[0], rtol=0, atol=1e-14)
     assert not torch.allclose(a.client_params[0], a.client_params[1])
@@ -361,12 +364,12 @@ def test_local_momentum_clients_do_not_interact():
         ({"lr": 0.0}, "lr"),
         ({"momentum": -0.1}, "momentum"),
         ({"momentum": 1.0}, "momentum"),
-        ({"epochs": -1}, "epochs"),
+        ({"local_epochs": -1}, "local_epochs"),
         ({"batch_size": 0}, "batch_size"),
     ],
 )
 def test_local_momentum_rejects_invalid_hyperparameters(kwargs, name):
     data, _, _ = _clients(15, [3, 3], 3, 2)
-    args = {"epochs": 1, "batch_size": 2, "lr": 0.1, **kwargs}
+    args = {"local_epochs": 1, "batch_size": 2, "lr": 0.1, **kwargs}
     with pytest.raises(ValueError, match=name):
         local_momentum_sgd(linear_regression(2), data, **args)

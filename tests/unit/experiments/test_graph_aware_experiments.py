@@ -117,7 +117,7 @@ def test_heterogeneous_nodes_follow_the_chapter():
 
 def test_mlp_matches_torch_layers():
     model = mlp([3, 5, 2], activation="sigmoid", bias=False, loss="half_squared_norm")
-    theta = model.initial_params(torch.Generator().manual_seed(0))
+    theta = model.initial_params(torch.Generator().manual_seed(0), dtype=torch.float64)
     assert model.n_params == 3 * 5 + 5 * 2
     assert theta.abs().max() <= 1 / np.sqrt(3)
     x = torch.randn(7, 3, dtype=torch.float64)
@@ -254,7 +254,7 @@ def test_cluster_oracle_reference_trains_within_the_true_components(test_config)
 
     params = test_config["experiments"][SYNTHETIC_ID]
     captured = {}
-    import networkedfl.algorithms.fedavg_steps as fs
+    import networkedfl.algorithms as fs
 
     real = fs.fedavg_steps
 

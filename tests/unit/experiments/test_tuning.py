@@ -164,7 +164,7 @@ def _linear():
 def test_grouped_fedavg_equals_fedavg_run_on_every_group_alone():
     """groups = true clusters is FedAvg on each cluster's data (the cluster oracle);
     groups = arange(n) is local training.  Full batch: no sampling, exact comparison."""
-    from networkedfl.algorithms.fedavg_steps import fedavg_steps
+    from networkedfl.algorithms import fedavg_steps
     from networkedfl.nn import ClientBatches
 
     x, y = _least_squares_clients()
@@ -185,7 +185,7 @@ def test_grouped_fedavg_equals_fedavg_run_on_every_group_alone():
 
 
 def test_grouped_fedavg_rejects_a_wrong_group_vector():
-    from networkedfl.algorithms.fedavg_steps import fedavg_steps
+    from networkedfl.algorithms import fedavg_steps
     from networkedfl.nn import ClientBatches
 
     x, y = _least_squares_clients()

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from networkedfl.algorithms.ifca import ifca
+from networkedfl.algorithms import ifca
 from networkedfl.experiments.gtv.linear import OPTIONS, build_instance, option
 from networkedfl.experiments.variants import split_setting, variant_params
 from networkedfl.graphs import EmpiricalGraph, GraphError, stochastic_block_model
@@ -206,7 +206,7 @@ def test_ifca_all_clients_step_divides_cluster_gradients_by_all_clients():
     x = rng.standard_normal((n, m, d))
     y = rng.standard_normal((n, m))
     init = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
-    res = ifca(linear_regression(d), ClientData.from_arrays(x, y), n_clusters=2, n_rounds=1, lr=lr,
+    res = ifca(linear_regression(d), ClientData.from_arrays(x, y, dtype=torch.float64), n_clusters=2, n_rounds=1, lr=lr,
                init=torch.as_tensor(init), aggregation="all_clients", seed=0)
     losses = np.mean((np.einsum("nmd,kd->nkm", x, init) - y[:, None, :]) ** 2, axis=2)
     chosen = losses.argmin(axis=1)
@@ -217,7 +217,7 @@ def test_ifca_all_clients_step_divides_cluster_gradients_by_all_clients():
         grads = [2 / m * x[i].T @ (x[i] @ init[j] - y[i]) for i in members]
         expected[j] = init[j] - lr * np.sum(grads, axis=0) / n  # the notebook: / all clients
     np.testing.assert_allclose(res.global_params.numpy(), expected, rtol=1e-12, atol=1e-12)
-    mean = ifca(linear_regression(d), ClientData.from_arrays(x, y), n_clusters=2, n_rounds=1, lr=lr,
+    mean = ifca(linear_regression(d), ClientData.from_arrays(x, y, dtype=torch.float64), n_clusters=2, n_rounds=1, lr=lr,
                 init=torch.as_tensor(init), seed=0)
     assert not np.allclose(mean.global_params.numpy(), expected)
     with pytest.raises(ValueError, match="aggregation"):
@@ -386,7 +386,7 @@ def test_ifca_initial_assignment_puts_every_client_in_cluster_zero_for_round_one
     x = rng.standard_normal((n, m, d))
     y = rng.standard_normal((n, m))
     init = np.array([[1.0, -1.0], [5.0, 5.0]])
-    res = ifca(linear_regression(d), ClientData.from_arrays(x, y), n_clusters=2, n_rounds=1, lr=lr,
+    res = ifca(linear_regression(d), ClientData.from_arrays(x, y, dtype=torch.float64), n_clusters=2, n_rounds=1, lr=lr,
                init=torch.as_tensor(init), initial_assignment=np.zeros(n, int), seed=0)
     grads = [2 / m * x[i].T @ (x[i] @ init[0] - y[i]) for i in range(n)]
     np.testing.assert_allclose(res.global_params.numpy()[0], init[0] - lr * np.mean(grads, axis=0), atol=1e-12)

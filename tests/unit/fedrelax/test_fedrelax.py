@@ -275,9 +275,9 @@ def test_a_network_mixing_tree_linear_and_knn_models_runs():
     models = [kinds[i % 3] for i in range(9)]
     assert not accepts_sample_weight(models[2]) and accepts_sample_weight(models[0])
     history = []
-    model = FedRelax(models, alpha=0.1, n_iter=3, self_distillation=10, random_state=2)
-    model.fit(data.graph, data.features, data.labels, data.public,
-              callback=lambda k, est: history.append(k) or {"k": k})
+    model = FedRelax(models, data.graph, alpha=0.1, n_iter=3, self_distillation=10, random_state=2,
+                     callback=lambda k, est: history.append(k) or {"k": k})
+    model.fit(data.features, data.labels, public=data.public)
     assert history == [0, 1, 2, 3] and [h["k"] for h in model.history_] == [0, 1, 2, 3]
     assert [type(e) for e in model.estimators_] == [type(m) for m in models]
     assert models[0] is not model.estimators_[0]  # templates are cloned, not fitted in place
@@ -285,8 +285,8 @@ def test_a_network_mixing_tree_linear_and_knn_models_runs():
     assert pred.shape == data.val_labels.shape and np.all(np.isfinite(pred))
     np.testing.assert_array_equal(model.predict_node(4, data.val_features[4]), pred[4])
     # resampling for the k-NN nodes is seeded: the same random_state gives the same models
-    again = FedRelax(models, alpha=0.1, n_iter=3, self_distillation=10, random_state=2)
-    again.fit(data.graph, data.features, data.labels, data.public)
+    again = FedRelax(models, data.graph, alpha=0.1, n_iter=3, self_distillation=10, random_state=2)
+    again.fit(data.features, data.labels, public=data.public)
     np.testing.assert_array_equal(again.predict(data.val_features), pred)
 
 

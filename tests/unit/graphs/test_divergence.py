@@ -8,10 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from networkedfl.algorithms import NonFiniteError
-from networkedfl.algorithms.dfl import dfl_sgd
-from networkedfl.algorithms.fedavg import fedavg
-from networkedfl.algorithms.local import local_training
+from networkedfl.algorithms import NonFiniteError, dfl_sgd, fedavg, local_training
 from networkedfl.experiments.tuning import evaluate_point
 from networkedfl.graphs import ring
 from networkedfl.nn import ClientData, linear_regression
@@ -41,11 +38,11 @@ def test_only_the_diverging_client_is_named():
     x[2] *= 1e3  # client 2's curvature is 1e6 times the others': lr 0.1 diverges there only
     y[2] *= 1e3
     with pytest.raises(NonFiniteError, match=r"round \d+: .* clients \[2\] \(1 of 4\)"):
-        local_training(linear_regression(2), ClientData.from_arrays(x, y), epochs=200,
+        local_training(linear_regression(2), ClientData.from_arrays(x, y), n_rounds=200, local_epochs=1,
                        batch_size=None, lr=0.1, seed=0)
     # the same data without the outlier runs: the check is not a false alarm
     x, y = _data()
-    res = local_training(linear_regression(2), ClientData.from_arrays(x, y), epochs=2,
+    res = local_training(linear_regression(2), ClientData.from_arrays(x, y), n_rounds=2, local_epochs=1,
                          batch_size=None, lr=0.1, seed=0)
     assert torch.isfinite(res.client_params).all()
 

@@ -442,8 +442,9 @@ def test_entry_points_take_networkx_graphs_and_adjacency_matrices():
     """gtv_primal_dual and mixing_matrix give the same result for the three formats."""
     import networkx as nx
 
-    from networkedfl.algorithms.gossip import mixing_matrix
-    from networkedfl.gtv import NodeData, SquaredErrorLoss, gtv_primal_dual
+    from networkedfl import NodeData
+    from networkedfl.algorithms import mixing_matrix
+    from networkedfl.gtv import SquaredErrorLoss, gtv_primal_dual
 
     rng = np.random.default_rng(0)
     g = stochastic_block_model([4, 4], 0.9, 0.1, rng)
@@ -456,8 +457,7 @@ def test_entry_points_take_networkx_graphs_and_adjacency_matrices():
         assert (mixing_matrix(other) != mixing_matrix(g)).nnz == 0
     assert isinstance(g.to_networkx(), nx.Graph)
     # DFL (a matrix there is the mixing matrix W itself) and BiG-FL take networkx graphs too
-    from networkedfl.algorithms.bigfl import normalized_adjacency
-    from networkedfl.algorithms.dfl import mixing_operator
+    from networkedfl.algorithms import mixing_operator, normalized_adjacency
 
     torch_w, messages = mixing_operator(g)
     torch_w_nx, messages_nx = mixing_operator(g.to_networkx())

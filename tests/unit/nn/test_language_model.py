@@ -9,10 +9,15 @@ import pandas as pd
 import pytest
 import torch
 
-from networkedfl.algorithms.bigfl import bigfl
-from networkedfl.algorithms.dfl import dfl_gt, dfl_sgd
-from networkedfl.algorithms.fedavg_steps import fedavg_steps
-from networkedfl.algorithms.fesem import assign_nearest, cluster_means, fesem
+from networkedfl.algorithms import (
+    assign_nearest,
+    bigfl,
+    cluster_means,
+    dfl_gt,
+    dfl_sgd,
+    fedavg_steps,
+    fesem,
+)
 from networkedfl.experiments.gfl.reviews_nlp import _Evaluator, review_nlp_claims
 from networkedfl.graphs import ring
 from networkedfl.nn import (
@@ -51,7 +56,7 @@ def test_layout_flattening_and_frozen_rows_mask():
 def test_forward_equals_torch_layers_and_loss_is_token_cross_entropy():
     lay = NPLMLayout(7, 3, 5)
     model = nplm(lay)
-    params = model.initial_params(torch.Generator().manual_seed(0))
+    params = model.initial_params(torch.Generator().manual_seed(0), dtype=torch.float64)
     p = lay.unflatten(params)
     emb = torch.nn.Embedding(7, 3).double()
     hidden = torch.nn.Linear(3, 5).double()
@@ -69,7 +74,7 @@ def test_forward_equals_torch_layers_and_loss_is_token_cross_entropy():
     torch.testing.assert_close(model.forward(params, ids.double()), expected)  # float ids
     per_window = torch.nn.functional.cross_entropy(expected.transpose(1, 2), targets, reduction="none").mean(1)
     torch.testing.assert_close(model.sample_loss(expected, targets), per_window)
-    assert model.initial_params(None).shape == (model.n_params,)  # seed=None: fresh entropy
+    assert model.initial_params(None, dtype=torch.float64).shape == (model.n_params,)  # seed=None: fresh entropy
     with pytest.raises(ValueError, match="needs a torch.Generator"):  # the protocol itself
         model.init(None, torch.float64, torch.device("cpu"))
 
@@ -80,14 +85,14 @@ def _cyclic_corpus(n_clients: int, vocab: int, length: int, windows: int, offset
     streams = [np.arange(windows * length + 1) * offsets[i] % vocab for i in range(n_clients)]
     blocks = np.stack([np.stack([s[k * length: k * length + length + 1] for k in range(windows)])
                        for s in streams])
-    return ClientBatches.from_arrays(blocks[:, :, :-1], blocks[:, :, 1:])
+    return ClientBatches.from_arrays(blocks[:, :, :-1], blocks[:, :, 1:], dtype=torch.float64)
 
 
 def test_loss_decreases_on_a_tiny_corpus():
     lay = NPLMLayout(6, 4, 8)
     model = nplm(lay)
     data = _cyclic_corpus(1, 6, 5, 8, [1])
-    params = model.initial_params(torch.Generator().manual_seed(1))[None]
+    params = model.initial_params(torch.Generator().manual_seed(1), dtype=torch.float64)[None]
     first = float(client_token_losses(model, params, data.features, data.targets, data.sample_weights)[0])
     assert first == pytest.approx(math.log(6), abs=0.3)  # near uniform at the start
     result = fedavg_steps(model, data, n_rounds=40, local_steps=10, lr=0.5, batch_size=4, seed=0)
@@ -112,7 +117,7 @@ def masked_problem():
     for i in range(3):
         assert set(torch.unique(torch.cat([x[i].ravel(), y[i].ravel()])).tolist()) == set(np.flatnonzero(present[i]))
     model = nplm(lay)
-    start = model.initial_params(torch.Generator().manual_seed(2))
+    start = model.initial_params(torch.Generator().manual_seed(2), dtype=torch.float64)
     return lay, model, data, present, lay.zero_absent_rows(start, present)
 
 
@@ -133,7 +138,7 @@ def test_frozen_rows_stay_zero_after_training(masked_problem, method):
         hidden = lay.hidden_layer
         proj = torch.randn(hidden.stop - hidden.start, 4, generator=torch.Generator().manual_seed(0),
                            dtype=torch.float64)
-        res = bigfl(model, data, ring(3), lr_lower=0.3, lr_upper=0.01, lam=0.1, kappa=0.01,
+        res = bigfl(model, data, ring(3), lr=0.3, lr_upper=0.01, lam=0.1, kappa=0.01,
                     n_negatives=1, embedding=lambda th: th[:, hidden] @ proj, **kw)
     emb = res.client_params[:, lay.slices["embedding"]].reshape(3, 6, 3)
     absent = torch.as_tensor(~present)
@@ -312,7 +317,7 @@ def test_closed_forms_step_aside_where_they_do_not_apply():
     """Windows (integer targets) and parameters tracked by autograd take the generic path."""
     model = nplm(NPLMLayout(9, 3, 4))
     ids, targets, weights = _random_windows(6)
-    theta = model.initial_params(torch.Generator().manual_seed(0)).expand(3, -1).clone()
+    theta = model.initial_params(torch.Generator().manual_seed(0), dtype=torch.float64).expand(3, -1).clone()
     assert model.batch_gradient(theta, ids, targets, weights) is None
     assert model.batch_hessian(theta, ids, targets, weights) is None
     torch.testing.assert_close(batch_gradients(model)(theta, ids, targets, weights),
@@ -353,7 +358,7 @@ def test_next_word_batches_draw_the_windows_of_the_wrapped_source():
     torch.testing.assert_close(row_weights, expected.row_weights)
     # and FedAvg from either source takes the same steps
     model = nplm(NPLMLayout(9, 3, 4))
-    init = model.initial_params(torch.Generator().manual_seed(0))
+    init = model.initial_params(torch.Generator().manual_seed(0), dtype=torch.float64)
     runs = [fedavg_steps(model, data, n_rounds=2, local_steps=2, lr=0.5, batch_size=3, init=init,
                          seed=torch.Generator().manual_seed(1)) for data in (windows, source)]
     torch.testing.assert_close(runs[0].client_params, runs[1].client_params)

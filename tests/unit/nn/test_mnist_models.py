@@ -57,7 +57,7 @@ def test_flat_models_closed_forms_equal_vmap_of_autograd_with_sample_weights():
     and gradient 0, and losses_of_models / local_sgd take them."""
     from torch.func import grad, vmap
 
-    from networkedfl.algorithms.local_sgd import local_sgd
+    from networkedfl.algorithms import local_sgd
     from networkedfl.nn import ClientData, batch_gradients, client_losses, losses_of_models
 
     x, y = _data(n=4, m=25)

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.func import grad, vmap
 
-from networkedfl.algorithms.fedavg import fedavg
+from networkedfl.algorithms import fedavg
 from networkedfl.nn import ClientData, batch_gradients, softmax_regression
 
 

@@ -127,7 +127,8 @@ def make_data(params: Params, d: int, sigma: float, rng: np.random.Generator) ->
 def _torch_options(params: Params) -> dict[str, Any]:
     from ...nn import as_dtype
 
-    return {"dtype": as_dtype(params.get("dtype")), "device": params.get("device", "cpu")}
+    # float64 unless the configuration names another (the package's default is float32)
+    return {"dtype": as_dtype(params.get("dtype", "float64")), "device": params.get("device", "cpu")}
 
 
 def _problem(params: Params, data: FedRelaxData):
@@ -271,8 +272,7 @@ def run_baselines(params: Params, setting: str, seed: int, base_seed: int, *,
     """
     import torch
 
-    from ...algorithms.fedsgd import fedsgd
-    from ...algorithms.ifca import ifca
+    from ...algorithms import fedsgd, ifca
     from ...fedrelax import fedrelax_linear, initial_weights
     from ...nn import ClientData
 

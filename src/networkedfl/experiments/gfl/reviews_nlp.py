@@ -312,10 +312,10 @@ class _Evaluator:
 def _hidden_projection(layout: Any, dim: int, rng: np.random.Generator, dtype: Any, device: Any):
     """The fixed linear map of BiG-FL's UL input: the hidden layer ``(W_1, b_1)`` of every
     client times a Gaussian ``(d h + h, dim)`` matrix with entries ``N(0, 1/dim)``
-    (a :class:`~networkedfl.algorithms.bigfl.ColumnProjection`)."""
+    (a :class:`~networkedfl.algorithms.ColumnProjection`)."""
     import torch
 
-    from ...algorithms.bigfl import ColumnProjection
+    from ...algorithms import ColumnProjection
 
     hidden = layout.hidden_layer
     size = hidden.stop - hidden.start
@@ -346,10 +346,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     """
     import torch
 
-    from ...algorithms.bigfl import bigfl
-    from ...algorithms.dfl import dfl_gt, dfl_sgd
-    from ...algorithms.fedavg_steps import fedavg_steps
-    from ...algorithms.fesem import fesem
+    from ...algorithms import bigfl, dfl_gt, dfl_sgd, fedavg_steps, fesem
     from ...nn import NextWordBatches, NPLMLayout, as_device, as_dtype, make_generator, nplm
 
     if setting not in METHOD_NAMES:
@@ -436,7 +433,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
         spec = params["bigfl"]
         projection = _hidden_projection(layout, int(spec["projection_dim"]),
                                         rng_for(base_seed, experiment_id, seed, "projection"), dtype, device)
-        result = bigfl(model, data, task.graph, lr_lower=lr, lr_upper=float(spec["lr_upper"]),
+        result = bigfl(model, data, task.graph, lr=lr, lr_upper=float(spec["lr_upper"]),
                        lam=float(spec["lam"]), kappa=float(spec["kappa"]),
                        lam_upper=float(spec["lam_upper"]), n_negatives=int(spec["n_negatives"]),
                        neumann_terms=int(spec["neumann_terms"]), embedding=projection, init=init,

@@ -82,7 +82,7 @@ Params = Mapping[str, Any]
 #: The target whose random stream draws every synthetic instance (Figs. 10.2, 10.3, Table 10.1).
 SYNTHETIC_ID = "gfl_fig10_3_synthetic"
 #: History keys of the algorithms recorded as table metrics (BiG-FL's UL diagnostics, see
-#: :mod:`~networkedfl.algorithms.bigfl`; DFL's consensus distance).
+#: :func:`~networkedfl.algorithms.bigfl`; DFL's consensus distance).
 DIAGNOSTICS = ("upper_loss", "upper_loss_full", "upper_loss_identity", "upper_step_decrease",
                "hypergradient_norm", "phi_distance", "consensus_distance")
 METHOD_NAMES = {"fedavg": "FedAvg", "dfl_sgd": "DFL-SGD", "dfl_gt": "DFL-GT", "fesem": "FeSEM",
@@ -159,7 +159,8 @@ def _torch_setup(params: Params) -> tuple[Any, Any, Any]:
 
     from ...nn import as_device, as_dtype
 
-    return torch, as_dtype(params.get("dtype")), as_device(params.get("device"))
+    # float64 unless the configuration names another (the package's default is float32)
+    return torch, as_dtype(params.get("dtype", "float64")), as_device(params.get("device"))
 
 
 def method_settings(params: Params) -> list[str]:
@@ -196,8 +197,7 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
     :mod:`~networkedfl.experiments.tuning`) every node holds out that share of its training
     data and the loss on the union of the held-out sets is recorded as ``validation_loss``.
     """
-    from ...algorithms.dfl import dfl_gt, dfl_sgd
-    from ...algorithms.fedavg_steps import fedavg_steps
+    from ...algorithms import dfl_gt, dfl_sgd, fedavg_steps
     from ...nn import ClientBatches, inverse_sqrt, make_generator
 
     torch, dtype, device = _torch_setup(params)
@@ -430,7 +430,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     ``test_loss`` (the LL data loss ``(1/2)||y - y_hat||^2`` per test sample, averaged over
     samples and clients), ``test_mse`` (per output); BiG-FL adds ``upper_loss`` (the UL
     loss (10.14) at the round's LL iterate, not the UL objective (10.12a): it moves with the
-    LL models, see :mod:`~networkedfl.algorithms.bigfl`), its diagnostics
+    LL models, see :func:`~networkedfl.algorithms.bigfl`), its diagnostics
     ``upper_loss_full`` / ``upper_loss_identity`` (the UL loss with every non-neighbour as
     a negative, at ``phi`` and at ``phi = I``: their difference is what the UL steps
     achieved), ``upper_step_decrease``, ``hypergradient_norm`` and ``phi_distance``; DFL
@@ -455,10 +455,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     ``held_out`` holds out that share of every client's training samples and scores the
     clients on them.
     """
-    from ...algorithms.bigfl import bigfl
-    from ...algorithms.dfl import dfl_gt, dfl_sgd
-    from ...algorithms.fedavg_steps import fedavg_steps
-    from ...algorithms.fesem import fesem
+    from ...algorithms import bigfl, dfl_gt, dfl_sgd, fedavg_steps, fesem
     from ...nn import ClientBatches, make_generator
 
     torch, dtype, device = _torch_setup(params)
@@ -534,7 +531,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
             _adjusted_rand(result.assignment.cpu().numpy(), inst.graphs.components))
     elif setting == "bigfl":
         bs = params["bigfl"]
-        result = bigfl(model, data, graph, lr_lower=float(bs["lr_lower"]), lr_upper=float(bs["lr_upper"]),
+        result = bigfl(model, data, graph, lr=float(bs["lr_lower"]), lr_upper=float(bs["lr_upper"]),
                        lam=float(bs["lam"]), kappa=float(bs["kappa"]),
                        lam_upper=float(bs.get("lam_upper", bs["lam"])),
                        n_negatives=int(bs["n_negatives"]), neumann_terms=int(bs["neumann_terms"]),

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..._nodedata import NodeData
 from ...graphs import EmpiricalGraph, chain_of_clusters, disjoint_union, stochastic_block_model
 from ...gtv import (
     LABEL_NOISE,
     METHODS,
     REDUCTIONS,
-    NodeData,
     SquaredErrorLoss,
     cluster_index_step_sizes,
     cluster_weights_per_node,
@@ -283,17 +283,19 @@ def _fedavg(inst: Instance, params: Params, rng: np.random.Generator, *, oracle_
 
 def _ifca(inst: Instance, params: Params, rng: np.random.Generator):
     """IFCA with linear models without bias (GTV Table I, Fig. 2; Ghosh et al. 2020)."""
-    from ...algorithms.ifca import ifca  # PyTorch is imported on first use
+    import torch
+
+    from ...algorithms import ifca  # PyTorch is imported on first use
     from ...nn import ClientData, linear_regression
 
     spec = params.get("ifca", {})
     n_clusters = int(spec.get("n_clusters", int(inst.graph.clusters.max()) + 1))
     result = ifca(
         linear_regression(inst.data.dim, bias=False, init=spec.get("init", "bernoulli")),
-        ClientData.from_node_data(inst.data),
+        ClientData.from_node_data(inst.data, dtype=torch.float64),
         n_clusters=n_clusters, n_rounds=int(spec.get("rounds", 300)), lr=float(spec.get("lr", 0.1)),
         aggregation=spec.get("aggregation", "cluster"), participants=inst.mask, seed=rng,
-        device=params.get("device", "cpu"),
+        device=params.get("device", "cpu"), dtype=torch.float64,  # the GTV paper's NumPy precision
     )
     w = result.client_params.cpu().numpy()
     return linear_predictions(inst.data, w), w

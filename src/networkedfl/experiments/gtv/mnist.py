@@ -206,7 +206,7 @@ def _round_callback(problem: MnistProblem, rec):
 def _ifca(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict:
     import torch
 
-    from ...algorithms.ifca import ifca
+    from ...algorithms import ifca
     from ...nn import losses_of_models
 
     k = int(spec["n_clusters"])
@@ -250,7 +250,7 @@ def _ifca(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict
 
 
 def _fedavg(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict:
-    from ...algorithms.fedavg import fedavg
+    from ...algorithms import fedavg
 
     rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
     fedavg(problem.network.flat_model(w0), _client_data(problem), n_rounds=int(spec["rounds"]),
@@ -261,7 +261,7 @@ def _fedavg(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> di
 
 
 def _pfedme(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict:
-    from ...algorithms.pfedme import pfedme
+    from ...algorithms import pfedme
 
     rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
     pfedme(problem.network.flat_model(w0), _client_data(problem), n_rounds=int(spec["rounds"]),
@@ -274,11 +274,11 @@ def _pfedme(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> di
 
 
 def _local_sgd(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict:
-    from ...algorithms.local_momentum import local_momentum_sgd
+    from ...algorithms import local_momentum_sgd
 
     rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
     local_momentum_sgd(problem.network.flat_model(w0), _client_data(problem),
-                       epochs=int(spec["epochs"]), batch_size=int(spec["batch_size"]),
+                       n_rounds=int(spec["epochs"]), local_epochs=1, batch_size=int(spec["batch_size"]),
                        lr=float(spec["lr"]), momentum=float(spec.get("momentum", 0.0)), init=w0,
                        seed=rng, callback=_round_callback(problem, rec),
                        device=problem.device, dtype=problem.dtype)

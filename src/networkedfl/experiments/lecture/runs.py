@@ -89,11 +89,8 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
     """
     import torch
 
+    from ...algorithms import decentralized_fedavg, fedavg, fedsgd, local_training
     from ...algorithms.aggregate import consensus_distance
-    from ...algorithms.fedavg import fedavg
-    from ...algorithms.fedsgd import fedsgd
-    from ...algorithms.gossip import decentralized_fedavg
-    from ...algorithms.local import local_training
     from ...graphs import ring
     from ...nn import ClientData, losses_of_models, softmax_regression
 
@@ -104,7 +101,7 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
         int(params["n_clients"]), int(params["samples_per_client"]), int(params["n_test"]),
         int(spec["dim"]), int(spec["n_classes"]), float(spec["separation"]), data_rng)
     model = softmax_regression(int(spec["dim"]), int(spec["n_classes"]))
-    clients = ClientData.from_arrays(x, y)
+    clients = ClientData.from_arrays(x, y, dtype=torch.float64)  # the lecture's precision
     device = torch.device(params.get("device", "cpu"))
     test_x = torch.as_tensor(x_test, device=device)[None]
     test_y = torch.as_tensor(y_test, device=device)[None]
@@ -123,28 +120,25 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
         return out
 
     rounds = int(params["rounds"])
-    common = {"lr": float(params["lr"]), "seed": rng_for(base_seed, experiment_id, seed, setting),
-              "callback": evaluate, "device": device}
+    common = {"n_rounds": rounds, "lr": float(params["lr"]),
+              "seed": rng_for(base_seed, experiment_id, seed, setting),
+              "callback": evaluate, "device": device, "dtype": torch.float64}
     busiest = 1.0  # messages of the busiest participant per message sent in all
     if run["method"] == "fedsgd":
-        result = fedsgd(model, clients, n_rounds=rounds, **common)
+        result = fedsgd(model, clients, **common)
     elif run["method"] == "fedavg":
-        result = fedavg(model, clients, n_rounds=rounds, local_epochs=int(run["local_epochs"]),
+        result = fedavg(model, clients, local_epochs=int(run["local_epochs"]),
                         batch_size=int(run["batch_size"]), **common)
     elif run["method"] == "gossip":  # every client exchanges with its two ring neighbours
         graph = ring(int(params["n_clients"]))
         busiest = float(graph.degrees.max()) / graph.n_edges
-        result = decentralized_fedavg(model, clients, graph, n_rounds=rounds,
-                                      local_epochs=int(run["local_epochs"]),
+        result = decentralized_fedavg(model, clients, graph, local_epochs=int(run["local_epochs"]),
                                       batch_size=int(run["batch_size"]), rule=run.get("rule", "metropolis"),
                                       **common)
-    else:  # local training alone: E epochs per round, no messages
-        epochs = int(run["local_epochs"])
-        result = local_training(model, clients, local_epochs=rounds * epochs,
+    else:  # local training alone: E epochs per round, no messages (the same draws as one run)
+        result = local_training(model, clients, local_epochs=int(run["local_epochs"]),
                                 batch_size=int(run["batch_size"]), **common)
     history = result.history
-    if run["method"] == "local":
-        history = [{**row, "round": row["round"] // epochs} for row in history if row["round"] % epochs == 0]
     base = {"method": run["method"], "E": run.get("local_epochs", np.nan),
             "B": run.get("batch_size", np.nan), "seed": seed}
     metrics = ("test_loss", "test_accuracy", "messages_total", "bytes_total", "consensus_distance")
@@ -162,19 +156,20 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
 def run_lecture_table(params: Params, setting: str, seed: int, base_seed: int, *,
                       experiment_id: str) -> pd.DataFrame:
     """The lecture's table, plus what one round of FedSGD and FedAvg actually uploads."""
-    from ...algorithms.fedavg import fedavg
-    from ...algorithms.fedsgd import fedsgd
+    import torch
+
+    from ...algorithms import fedavg, fedsgd
     from ...nn import ClientData, softmax_regression
 
     records = [{"method": method, "metric": column, "value": text, "seed": seed}
                for method, row in LECTURE_TABLE.items() for column, text in row.items()]
     rng = rng_for(base_seed, experiment_id, seed)
     x, y, _, _ = gaussian_mixture_classification(3, 20, 1, 4, 3, 3.0, rng)
-    model, clients = softmax_regression(4, 3), ClientData.from_arrays(x, y)
-    device = params.get("device", "cpu")
-    runs = {"FedSGD": fedsgd(model, clients, n_rounds=1, lr=0.1, seed=rng, device=device),
+    model, clients = softmax_regression(4, 3), ClientData.from_arrays(x, y, dtype=torch.float64)
+    device, dtype = params.get("device", "cpu"), torch.float64  # the table's precision (8-byte floats)
+    runs = {"FedSGD": fedsgd(model, clients, n_rounds=1, lr=0.1, seed=rng, device=device, dtype=dtype),
             "FedAvg": fedavg(model, clients, n_rounds=1, local_epochs=1, batch_size=5, lr=0.1,
-                             seed=rng, device=device)}
+                             seed=rng, device=device, dtype=dtype)}
     for method, result in runs.items():
         records.append({"method": method, "metric": "run_log_upload",
                         "value": result.log[0]["upload"], "seed": seed})

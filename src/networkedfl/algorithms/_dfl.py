@@ -5,7 +5,7 @@ matrix) and minimise ``(1/n) sum_i f_i`` subject to consensus, problem (P1), eq.
 Every iteration ``t`` each client draws a mini-batch and computes ``g_i^t =
 grad_hat f_i(theta_i^t)``, eq. (10.2); every ``tau`` iterations (``mod(t, tau) = 0``) the
 clients also average with their neighbours through a doubly stochastic mixing matrix ``W``
-(:func:`~networkedfl.algorithms.gossip.mixing_matrix`).
+(:func:`~networkedfl.algorithms.mixing_matrix`).
 
 DFL-SGD, eqs. (10.3)-(10.4) (``order="dsgd"``, the chapter's form)::
 
@@ -59,10 +59,9 @@ from ..nn import (
     make_generator,
     step_size,
 )
-from ..progress import tqdm
+from ._gossip import mixing_matrix, to_torch_sparse
 from .aggregate import mix
 from .contract import FederatedResult, TrainingOptions, start_run
-from .gossip import mixing_matrix, to_torch_sparse
 
 __all__ = [
     "DFLState",
@@ -224,8 +223,7 @@ def _run(method: Method, model: FlatModel, data: Any, mixing: Any,
          options: TrainingOptions | None, overrides: dict[str, Any], *, rule: str, order: Order,
          mask: Any, mask_average: bool) -> FederatedResult:
     run = start_run(model, data, options, overrides, f"dfl_{method}",
-                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
-                    batches=True)
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
     opts, n, tau = run.options, run.n_clients, run.options.local_steps
     w_mix, messages_per_gossip = mixing_operator(mixing, rule=rule, dtype=run.dtype, device=run.device)
     if w_mix.shape != (n, n):
@@ -237,8 +235,7 @@ def _run(method: Method, model: FlatModel, data: Any, mixing: Any,
         batch_size=opts.batch_size, method=method, order=order, mask=mask_t, params=params,
         seed=run.seed, mask_average=mask_average,
     )
-    rounds = tqdm(range(1, opts.n_rounds + 1), desc=f"DFL-{method.upper()}", disable=not opts.progress)
-    for r in rounds:
+    for r in run.rounds():
         for _ in range(tau):
             state = next(steps)
         params = state.params

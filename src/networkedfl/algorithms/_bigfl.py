@@ -107,7 +107,7 @@ import torch
 from torch import Tensor
 from torch.func import vjp
 
-from .._validation import check_int
+from .._validation import check_finite, check_int
 from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
 from ..nn import (
     DEFAULT_DTYPE,
@@ -120,9 +120,8 @@ from ..nn import (
     make_generator,
     step_size,
 )
-from ..progress import tqdm
+from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_steps
 
 __all__ = [
     "BiGFLResult",
@@ -508,15 +507,14 @@ def bigfl(
     Parameters
     ----------
     model, data
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd`; ``model.loss`` is the data term
+        As in :func:`~networkedfl.algorithms.dfl_sgd`; ``model.loss`` is the data term
         of the LL loss (10.17).
     graph
         The clients' graph (:class:`EmpiricalGraph` or adjacency matrix): ``N_i`` in (10.14)
         and ``A`` in ``L``.
     options, **overrides
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the same options), for the LL:
-        ``local_steps`` LL steps ``tau`` per round, ``lr`` (or ``lr_lower=``) their step
-        ``beta``, ``batch_size`` their mini-batch (also that of the Jacobians in (10.20));
+        As in :func:`~networkedfl.algorithms.dfl_sgd` (the same options), for the LL:
+        ``local_steps`` LL steps ``tau`` per round, ``lr`` their step ``beta``, ``batch_size`` their mini-batch (also that of the Jacobians in (10.20));
         ``seed`` also draws the negative samples.
     lr_upper
         ``alpha``: number or schedule of the round.
@@ -549,13 +547,13 @@ def bigfl(
         ``upper_loss_full``, ``upper_loss_identity`` and ``hypergradient_norm`` (module
         docstring), ``phi_distance`` ``||phi - I||_F`` after the step and ``step``.
     """
-    for name, value in (("lam", lam), ("kappa", kappa)):
-        if not value >= 0:
-            raise ValueError(f"{name} must be non-negative, got {value}")
+    for name, value in (("lam", lam), ("kappa", kappa), ("lam_upper", lam_upper), ("lr_upper", lr_upper),
+                        ("neumann_scale", neumann_scale)):  # 0: no UL step, no Neumann terms
+        if value is not None and not callable(value):
+            check_finite(value, name, sign="non-negative")
     lam_upper = float(lam if lam_upper is None else lam_upper)
     run = start_run(model, data, options, overrides, "bigfl",
-                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
-                    aliases={"lr_lower": "lr"}, batches=True)
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
     opts, source, gen = run.options, run.data, run.seed
     n, p, dtype, device = run.n_clients, run.n_params, run.dtype, run.device
     lr_lower, batch_size = opts.lr, opts.batch_size
@@ -571,7 +569,7 @@ def bigfl(
     phi = torch.eye(emb.dim, dtype=dtype, device=device)
     d = emb.dim
     t = 0
-    for r in tqdm(range(1, opts.n_rounds + 1), desc="BiG-FL", disable=not opts.progress):
+    for r in run.rounds():
         # server -> clients: (L_i,: - L_ii) U^t phi^t, phi^t and L_ii (Algorithm 4, line 4)
         u_phi = emb(theta) @ phi
         anchor = prop @ u_phi - diag[:, None] * u_phi
@@ -600,4 +598,5 @@ def bigfl(
                    "hypergradient_norm": float(torch.linalg.norm(hyper)),
                    "phi_distance": float(torch.linalg.norm(phi - eye)), "step": t},
         )
+    run.recorder.close()
     return BiGFLResult(theta, theta, run.own, run.recorder.history, run.recorder.log, phi)

@@ -13,7 +13,7 @@ for every client at once (one :func:`~networkedfl.nn.batch_gradients` call per s
 client's samples once in a fresh random order, in batches of ``batch_size``; a client's
 last batch may be smaller, and a client with fewer samples than the largest skips the
 steps that reach beyond its data.  With ``momentum = 0`` this equals
-:func:`~networkedfl.algorithms.local.local_training`.
+:func:`~networkedfl.algorithms.local_training`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 
 from .._validation import check_int
 from ..nn import ClientData, FlatModel, batch_gradients, heavy_ball_step
+from ._local_sgd import epoch_batches
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import epoch_batches
 
 __all__ = ["local_momentum_sgd"]
 
@@ -38,31 +38,33 @@ def local_momentum_sgd(model: FlatModel, data: ClientData, options: TrainingOpti
         Model and local datasets (padding carries weight 0).
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`, as for
-        :func:`~networkedfl.algorithms.local.local_training` (``local_epochs`` or
-        ``epochs=``, ``batch_size``, ``lr``; ``init``, ``seed``, ``callback``, ``device``,
-        ``dtype``), except that ``batch_size`` must be a number.
+        :func:`~networkedfl.algorithms.local_training` (``n_rounds``, default 1, of
+        ``local_epochs`` epochs, ``batch_size``, ``lr``; ``init``, ``seed``, ``callback``,
+        ``progress``, ``device``, ``dtype``), except that ``batch_size`` must be a number.
+        The momentum buffer carries over from round to round.
     momentum
         Heavy-ball momentum in ``[0, 1)``.
 
     Returns
     -------
     FederatedResult
-        As :func:`~networkedfl.algorithms.local.local_training` (no messages).
+        As :func:`~networkedfl.algorithms.local_training` (no messages).
     """
     if not 0 <= momentum < 1:
-        raise ValueError(f"need 0 <= momentum < 1, got {momentum!r}")
+        raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
     run = start_run(model, data, options, overrides, "local_momentum_sgd",
-                    required=("local_epochs", "batch_size", "lr"), aliases={"epochs": "local_epochs"})
+                    required=("local_epochs", "batch_size", "lr"), defaults={"n_rounds": 1})
     opts = run.options
     batch_size = check_int(opts.batch_size, "batch_size", minimum=1)
     params = run.initial_rows(run.n_clients, "client")
     step_grad = batch_gradients(model)
     buf = None
-    for e in range(1, opts.local_epochs + 1):
-        for xb, yb, wb in epoch_batches(run.data, batch_size, run.seed):
-            # a client whose block holds only padding takes no step (its buffer waits)
-            active = (wb.sum(dim=1) > 0)[:, None]
-            params, buf = heavy_ball_step(params, step_grad(params, xb, yb, wb), buf, opts.lr,
-                                          momentum, active)
-        run.record_alone(e, params)
+    for t in run.rounds():
+        for _ in range(opts.local_epochs):
+            for xb, yb, wb in epoch_batches(run.data, batch_size, run.seed):
+                # a client whose block holds only padding takes no step (its buffer waits)
+                active = (wb.sum(dim=1) > 0)[:, None]
+                params, buf = heavy_ball_step(params, step_grad(params, xb, yb, wb), buf, opts.lr,
+                                              momentum, active)
+        run.record_alone(t, params)
     return run.result(params, params, run.own)

@@ -7,7 +7,7 @@ cluster models ``theta_1 .. theta_k``.  In every round each selected client
    :func:`~networkedfl.nn.losses_of_models` evaluates all clients under all models in
    one call),
 2. runs local training from ``theta_{j_hat_i}``
-   (:func:`~networkedfl.algorithms.local_sgd.local_sgd`) and sends the result back,
+   (:func:`~networkedfl.algorithms.local_sgd`) and sends the result back,
 
 and the server averages within each estimated cluster, weighted by the sample counts
 ``n_i`` ("model averaging" variant); a cluster that no client chose keeps its model.  With
@@ -37,9 +37,9 @@ from torch import Tensor
 
 from .._validation import check_int
 from ..nn import ClientData, FlatModel, losses_of_models
+from ._local_sgd import in_client_chunks, local_sgd
 from .aggregate import group_average
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import in_client_chunks, local_sgd
 
 __all__ = ["AGGREGATIONS", "ifca"]
 
@@ -65,9 +65,11 @@ def _initial_clusters(
         )
         if k > 1 and torch.unique(models, dim=0).shape[0] < k:
             raise ValueError(
-                f"init='random' drew identical cluster models from {model.name}'s init; use a "
-                "random initialiser (e.g. linear_regression(..., init='bernoulli')) or pass "
-                f"init as a ({k}, {model.n_params}) tensor"
+                f"IFCA drew its {k} cluster models from {model.name}'s init and they are identical: "
+                "the initialiser does not draw (zeros, or from_module(..., init='module')); use one "
+                "that does (from_module(module, loss) draws as the module's reset_parameters(), "
+                f"linear_regression(..., init='bernoulli')) or pass init as a ({k}, {model.n_params}) "
+                "tensor"
             )
         return models
     t = init if isinstance(init, Tensor) else torch.as_tensor(np.asarray(init))
@@ -99,7 +101,7 @@ def ifca(
         ``init``: ``None`` or ``"random"``: ``k`` independent draws of ``model.init`` with
         the generator (they must differ); or a ``(k, P)`` tensor.  ``client_fraction``,
         ``participants``: client selection per round, as in
-        :func:`~networkedfl.algorithms.fedavg.fedavg` (no groups); ``client_chunk_size``:
+        :func:`~networkedfl.algorithms.fedavg` (no groups); ``client_chunk_size``:
         clients per batched call of the losses and the local training; ``seed``, ``callback``
         (history rows also hold ``cluster_sizes``: how many selected clients chose each
         cluster), ``device``, ``dtype``.

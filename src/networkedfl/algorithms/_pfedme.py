@@ -32,11 +32,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .._validation import check_int
+from .._validation import check_finite, check_int
 from ..nn import ClientData, FlatModel, batch_gradients, sgd_step
+from ._local_sgd import epoch_order
 from .aggregate import sample_clients
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import epoch_order
 
 __all__ = ["pfedme", "personalised_steps"]
 
@@ -87,7 +87,7 @@ def pfedme(
         (``T``).  ``batch_size`` (default 20): ``|D|``, samples per mini-batch (drawn
         without replacement, a fresh draw each local round); ``lr`` (default 0.005):
         ``eta``, the local update of ``w_i``.  ``client_fraction``, ``participants``:
-        clients aggregated per round, as in :func:`~networkedfl.algorithms.fedavg.fedavg`
+        clients aggregated per round, as in :func:`~networkedfl.algorithms.fedavg`
         (every participant trains; the server averages a random subset).  ``init``: the
         starting global model ``(P,)``; ``seed``, ``callback`` (``RoundState.client_params``
         are the personalised models ``theta_i``), ``device``, ``dtype``.
@@ -112,8 +112,7 @@ def pfedme(
     local_rounds = check_int(local_rounds, "local_rounds", minimum=1)
     inner_steps = check_int(inner_steps, "inner_steps", minimum=1)
     for name, value in (("personal_lr", personal_lr), ("lam", lam)):
-        if not value > 0:
-            raise ValueError(f"{name} must be positive, got {value!r}")
+        check_finite(value, name, sign="positive")
     if not 0 < beta <= 2:
         raise ValueError(f"beta must be in (0, 2], got {beta!r}")
     run = start_run(model, data, options, overrides, "pfedme", required=("n_rounds",),
@@ -130,7 +129,7 @@ def pfedme(
     n_local = data.n_samples
     take = min(batch_size, data.max_samples)
     trains = allowed
-    for t in range(1, opts.n_rounds + 1):
+    for t in run.rounds():
         local_w = global_w.expand(n, -1).clone()
         theta = torch.where(trains[:, None], global_w.expand(n, -1), theta)
         for _ in range(local_rounds):

@@ -26,9 +26,9 @@ from torch import Tensor
 from .._validation import check_int
 from ..graphs import GraphLike, as_graph
 from ..nn import DEFAULT_DTYPE, ClientData, DeviceLike, FlatModel
+from ._local_sgd import local_sgd
 from .aggregate import consensus_distance, mix
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_sgd
 
 __all__ = [
     "MIXING_RULES",
@@ -95,7 +95,7 @@ def mixing_matrix(
         top = float(wdeg.max()) if n else 0.0
         if alpha is None:
             alpha = 1.0 / (top + 1.0)
-        elif not (alpha > 0 and alpha * top <= 1.0 + 1e-12):
+        elif not (np.isfinite(alpha) and alpha > 0 and alpha * top <= 1.0 + 1e-12):
             raise ValueError(
                 f"laplacian rule: alpha must lie in (0, 1/max weighted degree = "
                 f"{1.0 / top if top > 0 else float('inf')}], got {alpha}"
@@ -186,7 +186,7 @@ def decentralized_fedavg(
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``,
         ``local_epochs``, ``batch_size``, ``lr`` (rounds and local training, as in
-        :func:`~networkedfl.algorithms.fedavg.fedavg`).  Optional: ``init`` (``(P,)``
+        :func:`~networkedfl.algorithms.fedavg`).  Optional: ``init`` (``(P,)``
         common start or ``(n, P)``), ``seed``, ``callback``, ``device``, ``dtype``.
     rule, alpha
         Mixing matrix (:func:`mixing_matrix`).
@@ -215,7 +215,7 @@ def decentralized_fedavg(
     messages_per_step = int(w_mix.nnz - np.count_nonzero(w_mix.diagonal()))
     w_torch = to_torch_sparse(w_mix, dtype=run.dtype, device=run.device)
     params = run.initial_rows(n, "client")
-    for t in range(1, opts.n_rounds + 1):
+    for t in run.rounds():
         params = local_sgd(model, params, run.data, epochs=opts.local_epochs,
                            batch_size=opts.batch_size, lr=opts.lr, seed=run.seed)
         for _ in range(gossip_steps):

@@ -9,7 +9,7 @@ Each round (Tham, lecture 9, FedSGD steps 1-4; McMahan et al. 2017, "FedSGD")::
 
 With all clients selected and weights ``n_i`` this is exactly full-batch gradient descent
 on the pooled data, since ``sum_i (n_i / n) grad F_i = grad (1/n) sum_{all samples} f_j``.
-``groups`` gives one model per group, as in :func:`~networkedfl.algorithms.fedavg.fedavg`.
+``groups`` gives one model per group, as in :func:`~networkedfl.algorithms.fedavg`.
 """
 
 from __future__ import annotations
@@ -34,13 +34,12 @@ def fedsgd(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     Parameters
     ----------
     model, data
-        Model and local datasets, as for :func:`~networkedfl.algorithms.fedavg.fedavg`.
+        Model and local datasets, as for :func:`~networkedfl.algorithms.fedavg`.
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``
         (``T`` = gradient steps) and ``lr`` (the server step size ``gamma``).  Optional:
         ``client_fraction``, ``client_chunk_size``, ``groups``, ``participants``, ``init``,
-        ``seed``, ``callback``, ``device``, ``dtype``, as for
-        :func:`~networkedfl.algorithms.fedavg.fedavg`.
+        ``seed``, ``callback``, ``device``, ``dtype``, as for :func:`~networkedfl.algorithms.fedavg`.
 
     Returns
     -------

@@ -1,8 +1,9 @@
 """Local training without communication: every client fits its own data alone.
 
 The "no collaboration" baseline: ``ClientUpdate`` of FedAvg (McMahan et al. 2017,
-Algorithm 1; :func:`~networkedfl.algorithms.local_sgd.local_sgd`) run for ``epochs``
-epochs from the initial model, with no averaging.  One history/log row per epoch.
+Algorithm 1; :func:`~networkedfl.algorithms.local_sgd`) from the initial model, with no
+averaging, on FedAvg's schedule: ``n_rounds`` rounds of ``local_epochs`` epochs, one
+history/log row (and callback) per round.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..nn import ClientData, FlatModel
+from ._local_sgd import local_sgd
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_sgd
 
 __all__ = ["local_training"]
 
@@ -26,25 +27,26 @@ def local_training(model: FlatModel, data: ClientData, options: TrainingOptions 
         Model and local datasets.
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required:
-        ``local_epochs`` (or ``epochs=``: the epochs of the run; the callback runs after
-        every epoch, ``RoundState.round`` is the epoch), ``batch_size`` (``None``:
-        full-batch gradient descent) and ``lr``.  Optional: ``init`` (``(P,)`` common start
-        or ``(n, P)``), ``seed``, ``callback``, ``device``, ``dtype``.
+        ``local_epochs`` (epochs per round), ``batch_size`` (``None``: full-batch gradient
+        descent) and ``lr``.  Optional: ``n_rounds`` (default 1: the run is ``n_rounds *
+        local_epochs`` epochs, the callback runs after every round, as in FedAvg but
+        without communication), ``init`` (``(P,)`` common start or ``(n, P)``), ``seed``,
+        ``callback``, ``progress``, ``device``, ``dtype``.
 
     Returns
     -------
     FederatedResult
         ``client_params`` ``(n, P)``; ``global_params`` the same (every client is its own
         group); ``assignment = arange(n)``; ``log`` rows with ``upload="none"`` and no
-        messages.  Running epoch by epoch draws the same random orders as one call of
-        ``local_sgd(..., epochs=epochs)``, so the result is identical to it.
+        messages.  Running round by round draws the same random orders as one call of
+        ``local_sgd(..., epochs=n_rounds * local_epochs)``, so the result is identical to it.
     """
     run = start_run(model, data, options, overrides, "local_training",
-                    required=("local_epochs", "batch_size", "lr"), aliases={"epochs": "local_epochs"})
+                    required=("local_epochs", "batch_size", "lr"), defaults={"n_rounds": 1})
     opts = run.options
     params = run.initial_rows(run.n_clients, "client")
-    for e in range(1, opts.local_epochs + 1):
-        params = local_sgd(model, params, run.data, epochs=1, batch_size=opts.batch_size, lr=opts.lr,
-                           seed=run.seed)
-        run.record_alone(e, params)
+    for t in run.rounds():
+        params = local_sgd(model, params, run.data, epochs=opts.local_epochs,
+                           batch_size=opts.batch_size, lr=opts.lr, seed=run.seed)
+        run.record_alone(t, params)
     return run.result(params, params, run.own)

@@ -6,7 +6,7 @@ McMahan et al. 2017, Algorithm 1 (``FederatedAveraging``), as in the lecture (Th
 1. selects ``max(1, round(C * N))`` clients at random (``C``: client fraction),
 2. sends them the global model ``w_bar(t)``; every selected client ``k`` runs
    ``ClientUpdate``: ``E`` epochs of SGD with batch size ``B`` and step ``eta`` from
-   ``w_bar(t)`` (:func:`~networkedfl.algorithms.local_sgd.local_sgd`),
+   ``w_bar(t)`` (:func:`~networkedfl.algorithms.local_sgd`),
 3. averages the returned models weighted by the local sample counts (lecture, "update
    global weights")::
 
@@ -29,9 +29,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..nn import ClientData, FlatModel
+from ._local_sgd import local_sgd
 from .aggregate import group_average, sample_clients
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_sgd
 
 __all__ = ["fedavg", "group_average", "sample_clients"]
 

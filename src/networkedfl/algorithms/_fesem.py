@@ -61,11 +61,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .._validation import check_int
+from .._validation import check_finite, check_int
 from ..nn import FlatModel, GeneratorLike, batch_gradients, freeze, make_generator
-from ..progress import tqdm
+from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_steps
 
 __all__ = [
     "assign_nearest",
@@ -252,7 +251,7 @@ def fesem(
     Parameters
     ----------
     model, data, options, **overrides
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the same options; ``n_rounds``
+        As in :func:`~networkedfl.algorithms.dfl_sgd` (the same options; ``n_rounds``
         at least 1 without ``init_centres``).
     n_clusters
         ``K``.
@@ -284,13 +283,11 @@ def fesem(
     """
     k = check_int(n_clusters, "n_clusters", minimum=1)
     restarts = check_int(kmeans_restarts, "kmeans_restarts", minimum=1)
-    if not lam >= 0:
-        raise ValueError(f"lam must be non-negative, got {lam}")
+    check_finite(lam, "lam", sign="non-negative")
     run = start_run(model, data, options, overrides, "fesem",
-                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
-                    batches=True)
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
     opts, gen, p, dtype, device = run.options, run.seed, run.n_params, run.dtype, run.device
-    n_rounds = check_int(opts.n_rounds, "n_rounds", minimum=0 if init_centres is not None else 1)
+    check_int(opts.n_rounds, "n_rounds", minimum=0 if init_centres is not None else 1)
     mask_t = run.mask(mask)
     theta = run.initial_rows(run.n_clients, "client")
     gradients = batch_gradients(model)
@@ -324,7 +321,7 @@ def fesem(
         new = cluster_means(models, r_, centres_, held)  # (10.9)
         return new, (None if held is None else cluster_support(r_, held, support_))
 
-    for r in tqdm(range(1, n_rounds + 1), desc="FeSEM", disable=not opts.progress):
+    for r in run.rounds():
         if warm_up and r == 1:  # tau unpenalised local steps, then k-means of the models
             theta = local_update(theta, None, 0.0)
             centres, assignment, support = kmeans(

@@ -10,9 +10,9 @@ global model, take ``tau`` steps ``theta_i <- theta_i - alpha^t grad_hat f_i(the
 The step size ``alpha^t`` follows the global iteration count ``t``, as in DFL, so FedAvg,
 DFL-SGD and DFL-GT can share a schedule.  With uniform weights a round equals ``tau``
 iterations of DFL-SGD in adapt-then-combine order with ``W = 11^T/n``
-(:func:`~networkedfl.algorithms.dfl.dfl_sgd`, ``order="atc"``).
+(:func:`~networkedfl.algorithms.dfl_sgd`, ``order="atc"``).
 
-Differences from :func:`~networkedfl.algorithms.fedavg.fedavg`: local work counted in
+Differences from :func:`~networkedfl.algorithms.fedavg`: local work counted in
 steps rather than epochs, step-size schedules, any per-client mini-batch source (vector or
 sequence targets), and a per-client parameter mask (a client's frozen coordinates keep its
 own value when the global model arrives; the server averages all clients' values).
@@ -27,9 +27,8 @@ import torch
 from torch import Tensor
 
 from ..nn import FlatModel, batch_gradients, freeze
-from ..progress import tqdm
+from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import local_steps
 
 __all__ = ["fedavg_steps"]
 
@@ -50,7 +49,7 @@ def fedavg_steps(
     Parameters
     ----------
     model, data, options, **overrides
-        As in :func:`~networkedfl.algorithms.dfl.dfl_sgd` (the same options), except
+        As in :func:`~networkedfl.algorithms.dfl_sgd` (the same options), except
         ``init``: the starting global model ``(P,)``, or ``(n, P)`` starting models of the
         clients (their frozen coordinates keep these values; the global model starts as
         their average).
@@ -78,8 +77,7 @@ def fedavg_steps(
         zeros (the groups with ``groups``).
     """
     run = start_run(model, data, options, overrides, "fedavg_steps",
-                    required=("n_rounds", "local_steps", "lr", "batch_size"), optional=("progress",),
-                    batches=True)
+                    required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
     opts, source, gen = run.options, run.data, run.seed
     n, p, dtype, device = run.n_clients, run.n_params, run.dtype, run.device
     mask_t = run.mask(mask)
@@ -115,7 +113,7 @@ def fedavg_steps(
     gradients = batch_gradients(model)
     zeros = run.zeros if group_of is None else group_of
     t = 0
-    for r in tqdm(range(1, opts.n_rounds + 1), desc="FedAvg", disable=not opts.progress):
+    for r in run.rounds():
         theta = freeze(glob.expand(n, -1) if member is None else glob[group_of], clients, mask_t)
         theta, t = local_steps(lambda th, batch: gradients(th, *batch), theta, source,
                                steps=opts.local_steps, batch_size=opts.batch_size, lr=opts.lr,
