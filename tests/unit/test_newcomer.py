@@ -53,7 +53,11 @@ def test_lambda_by_grid_search_with_nodes_held_out():
     table, target = np.column_stack([node, np.concatenate(X)]), np.concatenate(y)
     search = GridSearchCV(GTVRegressor(G, n_iter=1000), {"lam": [0.001, 0.1, 10.0]},
                           cv=GroupKFold(n_splits=4)).fit(table, target, groups=node)
-    assert search.best_params_["lam"] == 0.1
+    # held-out nodes have no loss term: once converged (the restarted default), any small lam
+    # gives them the graph's smoothest weights, so 0.001 and 0.1 score alike; 10 over-smooths
+    scores = search.cv_results_["mean_test_score"]
+    assert search.best_params_["lam"] in (0.001, 0.1) and abs(scores[0] - scores[1]) < 1e-3
+    assert scores[2] < scores[:2].min() - 0.5
     assert search.best_estimator_.predict(table).shape == target.shape
 
 

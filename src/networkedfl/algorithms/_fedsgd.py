@@ -22,7 +22,7 @@ import torch
 from ..nn import ClientData, FlatModel, client_gradients
 from .aggregate import group_average
 from .contract import FederatedResult, TrainingOptions, start_run
-from .local_sgd import in_client_chunks
+from ._local_sgd import in_client_chunks
 
 __all__ = ["fedsgd"]
 

@@ -240,14 +240,16 @@ def test_client_chunks_give_the_results_of_one_call_bit_for_bit(dtype, fraction)
 def test_local_sgd_chunks_equal_one_call_and_local_training_is_unchanged():
     data = _mlp_data(n=20)
     model = _mlp()
-    start = model.initial_params(dtype=torch.float32).expand(20, -1).clone()
+    row = model.initial_params(torch.Generator().manual_seed(0), dtype=torch.float32)
+    start = row.expand(20, -1).clone()
     kw = dict(epochs=3, batch_size=2, lr=0.1)
     one = local_sgd(model, start, data, seed=torch.Generator().manual_seed(4), **kw)
     for chunk in (3, 7, 19):
         got = local_sgd(model, start, data, seed=torch.Generator().manual_seed(4), chunk_size=chunk, **kw)
         assert torch.equal(got, one)
-    assert torch.equal(start, model.initial_params(dtype=torch.float32).expand(20, -1))  # not modified
-    res = local_training(model, data, epochs=3, batch_size=2, lr=0.1, seed=4, dtype="float32")
+    assert torch.equal(start, row.expand(20, -1))  # not modified
+    res = local_training(model, data, local_epochs=3, batch_size=2, lr=0.1, init=row, seed=4,
+                         dtype="float32")
     assert torch.equal(res.client_params, one)
 
 
@@ -278,5 +280,5 @@ def test_client_chunk_size_must_be_a_positive_integer(bad):
 
 def test_methods_without_chunks_refuse_the_option():
     with pytest.raises(TypeError, match="client_chunk_size"):
-        local_training(linear_regression(3), _linear_data(n=5), epochs=1, batch_size=2, lr=0.1,
+        local_training(linear_regression(3), _linear_data(n=5), local_epochs=1, batch_size=2, lr=0.1,
                        client_chunk_size=2)

@@ -47,6 +47,7 @@ def test_fedavg_with_the_closed_form_is_fedavg_with_autograd():
     data = ClientData.from_arrays(x, y, [30, 25, 12, 30])  # unequal clients: padded batches
     closed = softmax_regression(6, 3)
     generic = dataclasses.replace(closed, batch_gradient=None)
-    runs = [fedavg(m, data, n_rounds=3, local_epochs=2, batch_size=7, lr=0.3, seed=5) for m in (closed, generic)]
+    runs = [fedavg(m, data, n_rounds=3, local_epochs=2, batch_size=7, lr=0.3, seed=5,
+                   dtype="float64") for m in (closed, generic)]
     torch.testing.assert_close(runs[0].client_params, runs[1].client_params, rtol=1e-10, atol=1e-12)
     assert runs[0].client_params.abs().max() > 0.1  # it moved
