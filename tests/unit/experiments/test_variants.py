@@ -408,6 +408,64 @@ def test_mnist_targets_run_the_notebooks_algorithm_in_the_published_variant(repo
         assert "dual_init" not in paper and paper.get("prox_scale", 1.0) == 1.0, target
 
 
+def test_the_two_cluster_published_variants_project_the_duals_at_lambda_zero(repo):
+    """Figs 5 and 6 come from the two-cluster notebook, which projects the duals at lambda = 0
+    (onto the ball of radius 0); only the five-cluster notebook (Fig 7) skips it there."""
+    from networkedfl.pipeline.config import load_config
+
+    config = load_config(repo / "config" / "config.yaml")
+    for target in ("gtv_fig05_mnist_lambda", "gtv_fig06_mnist_methods"):
+        pub = variant_params(config["experiments"][target], "published")["methods"]["primal_dual"]
+        assert pub.get("project_at_zero_lambda", True) is True, target
+    fig7 = variant_params(config["experiments"]["gtv_fig07_mnist_five_clusters"], "published")
+    assert fig7["methods"]["primal_dual"]["project_at_zero_lambda"] is False
+
+
+def test_published_lambda_zero_trains_each_node_alone_after_the_first_iteration(test_config, inputs_for):
+    """The projection at lambda = 0 acts on the lambda = 0 replica alone: skipping it (the
+    five-cluster notebook, what Fig 5 used to run) changes that curve and no other.  With it,
+    the largest |u| of lambda = 0 is that of the start (u = the initial weights, iteration 0):
+    no dual step moves u off 0 afterwards."""
+    import copy
+
+    setting = "published.primal_dual"
+    inputs = inputs_for("gtv_fig05_mnist_lambda", setting=setting)
+    skipped = copy.deepcopy(test_config)
+    skipped["experiments"]["gtv_fig05_mnist_lambda"]["variants"]["published"]["methods"]["primal_dual"][
+        "project_at_zero_lambda"] = False
+
+    def curves(config):
+        table = run_job(config, "gtv_fig05_mnist_lambda", setting, 0, inputs)
+        acc = table[(table["metric"] == "accuracy") & table["iteration"].notna()]
+        duals = table[table["metric"] == "max_abs_dual"].set_index("lam")["value"]
+        return acc.pivot_table(index="iteration", columns="lam", values="value"), duals
+
+    (projected, duals), (free, _) = curves(test_config), curves(skipped)
+    assert not projected[0.0].equals(free[0.0])
+    pd.testing.assert_frame_equal(projected.drop(columns=0.0), free.drop(columns=0.0))
+    assert 0.5 < duals[0.0] <= 1.0
+
+
+def test_notebook_ifca_models_start_from_pytorch_default_draws_and_leave_cluster_zero(test_config, inputs_for):
+    """The notebooks build every IFCA cluster model as a fresh nn.Linear network (small
+    weights): after round 1 (everyone in cluster 0) an untrained model can win a node's
+    least-loss choice.  From the shared U[0, 1) start an untrained model never does."""
+    from networkedfl.nn import TwoLayerNetwork
+
+    net = TwoLayerNetwork(784, 1, 2)
+    draws = np.stack([net.linear_default_params(s) for s in range(400)])
+    for name, (start, stop) in net.blocks.items():
+        bound = 1 / np.sqrt(784 if name in ("W1", "b1") else 1)
+        block = draws[:, start:stop]
+        assert np.abs(block).max() <= bound and np.abs(block).max() > 0.95 * bound, name
+        assert abs(block.mean()) < 0.05 * bound, name
+    pub = variant_params(test_config["experiments"]["gtv_fig07_mnist_five_clusters"], "published")
+    assert pub["methods"]["ifca"]["model_init"] == "torch_default"
+    assert pub["methods"]["ifca_k2"]["model_init"] == "torch_default"
+    paper = variant_params(test_config["experiments"]["gtv_fig07_mnist_five_clusters"], "paper")
+    assert "model_init" not in paper["methods"]["ifca"]
+
+
 # ---------------------------------------------------------------- the quirk ablation
 
 def test_ablation_switches_one_option_and_reuses_the_source_targets_streams(test_config):
