@@ -218,6 +218,24 @@ class TwoLayerNetwork:
         params[: self.n_weights] = rng.random(self.n_weights)
         return params
 
+    def linear_default_params(self, seed: Seed = None) -> np.ndarray:
+        """One parameter vector drawn as PyTorch initialises its ``nn.Linear`` layers.
+
+        Every entry of a layer's weight matrix and bias i.i.d. ``U(-1/sqrt(fan_in),
+        1/sqrt(fan_in))`` (``kaiming_uniform_(a=sqrt(5))`` and the bias rule of
+        ``nn.Linear.reset_parameters``): ``fan_in = F`` for ``W1, b1`` and ``h`` for
+        ``W2, b2``.  The GTV authors' IFCA starts each cluster model from such a draw
+        (their MNIST notebooks build every cluster model as a fresh network); drawn here
+        from ``seed``, in the layout's order ``W1, W2, b1, b2``.
+        """
+        rng = as_rng(seed)
+        fan_in = {"W1": self.n_features, "W2": self.n_hidden, "b1": self.n_features, "b2": self.n_hidden}
+        params = np.empty(self.n_params)
+        for name, (start, stop) in self.blocks.items():
+            bound = 1.0 / np.sqrt(fan_in[name])
+            params[start:stop] = rng.uniform(-bound, bound, stop - start)
+        return params
+
     def flat_model(self, init: np.ndarray | None = None) -> FlatModel:
         """The network as a :class:`~networkedfl.nn.FlatModel` (cross-entropy loss).
 

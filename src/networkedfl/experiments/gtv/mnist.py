@@ -172,9 +172,12 @@ def _primal_dual(problem: MnistProblem, spec: Params, w0: np.ndarray, rec) -> di
         rec(0, {"lam": lam}, {m: v[k] for m, v in acc0.items()})
     u0 = None
     if spec.get("dual_init", "zeros") == "weights":
-        # the notebook starts every edge's dual at the initial weights (§8 item 5)
+        # the notebook starts every edge's dual at the initial weights (§8 item 5), in its
+        # orientation of D (+1 at the node whose k-NN row chose the edge)
         u0 = np.zeros((union.n_edges, p))
         u0[:, : net.n_weights] = w0[: net.n_weights]
+        u0 *= np.tile(problem.graph.edge_signs(), r)[:, None]
+        np.maximum(max_dual, np.abs(u0).max(initial=0.0), out=max_dual)  # iteration 0 counts
     result = gtv_primal_dual(union, loss, penalty, lam_per_edge,
                              int(spec["n_iter"]), tau=tau, sigma=sigma,
                              w0=np.broadcast_to(w0, (r * n, p)).copy(), u0=u0,
@@ -211,8 +214,15 @@ def _ifca(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict
 
     k = int(spec["n_clusters"])
     net = problem.network
-    # cluster 1 starts from the shared vector, the others from fresh draws of the same law
-    init = np.stack([w0] + [net.initial_params(rng) for _ in range(k - 1)])
+    start = spec.get("model_init", "shared_start")
+    if start == "shared_start":
+        # cluster 1 starts from the shared vector, the others from fresh draws of the same law
+        init = np.stack([w0] + [net.initial_params(rng) for _ in range(k - 1)])
+    elif start == "torch_default":
+        # the notebooks: every cluster model a fresh nn.Linear network (small weights)
+        init = np.stack([net.linear_default_params(rng) for _ in range(k)])
+    else:
+        raise ValueError(f"IFCA model_init must be shared_start or torch_default, got {start!r}")
     data = _client_data(problem)
     model = net.flat_model(w0)
     models = torch.as_tensor(init).to(problem.dtype)
