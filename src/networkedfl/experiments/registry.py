@@ -122,6 +122,10 @@ class Experiment:
     #: in any order, possibly repeated (shared groups added together); kept once each, in the
     #: order of the pages (:data:`.deviations.DEVIATIONS`).
     deviations: tuple[str, ...] = ()
+    #: The paper's value of each scale parameter the default config reduces or changes
+    #: (param key -> the paper's value with its source), e.g. ``{"repetitions": "5 [paper]",
+    #: "vocab_size": "63,144 [paper]"}``: the gallery shows the default beside the paper.
+    paper_scale: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.deviations) - set(DEVIATIONS))
