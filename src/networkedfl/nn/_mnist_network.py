@@ -20,8 +20,10 @@ matrices of the same samples, :meth:`SparseSamples.of`): MNIST images are about 
 and the two products with the samples (``W1 x`` and ``dpre^T x``) then read a fifth of the
 data.  With sparse samples every column of a product (one replica's hidden unit) is summed
 in the same order whatever the number of replicas, so ``R`` replicas solved together give
-bit for bit the numbers each gives alone; the dense batched products do not (their
-summation order depends on ``R``), and the two differ from each other by float rounding.
+bit for bit the numbers each gives alone where each node holds a multiple of 32 samples
+(torch's elementwise kernels then see whole vector blocks; with a ragged tail their scalar
+exp and log may differ from the vector ones in the last bit).  The dense batched products
+sum in an order that depends on ``R``; the two differ from each other by float rounding.
 """
 
 from __future__ import annotations

@@ -208,11 +208,12 @@ def _primal_dual(problem: MnistProblem, specs: Mapping[str, Params], starts: Map
                              w0=w0.reshape(r * n, p).copy(), u0=u0,
                              dual_update=spec.get("dual_update", "extrapolated"), callback=callback)
     weights = result.weights.reshape(r, n, p)[:, :, : net.n_weights]
-    mean = weights.mean(axis=1, keepdims=True)
-    spread = np.linalg.norm(weights - mean, axis=2).max(axis=1) / np.linalg.norm(mean[:, 0], axis=1)
     for k, (method, seed, lam, _) in enumerate(replicas):
+        w = np.ascontiguousarray(weights[k])  # each replica alone: numpy's sums depend on the layout
+        mean = w.mean(axis=0)
+        spread = np.linalg.norm(w - mean, axis=1).max() / np.linalg.norm(mean)
         records[(method, seed)] += [
-            {"lam": lam, "iteration": np.nan, "metric": "relative_spread", "value": float(spread[k])},
+            {"lam": lam, "iteration": np.nan, "metric": "relative_spread", "value": float(spread)},
             {"lam": lam, "iteration": np.nan, "metric": "max_abs_dual", "value": float(max_dual[k])}]
     return records
 
