@@ -231,15 +231,17 @@ def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: s
         alike = {name for name in names if (name, name) in pairs}
     fig, ax = plt.subplots(figsize=(8.6, 4.4))
     for k, name in enumerate(names):
-        for variant in variants:
-            part = stats[stats["curve"] == name]
-            if variant is not None:
-                part = part[part["variant"] == variant]
-            main = variant in (None, variants[0])
+        mine = stats[stats["curve"] == name]
+        present = [v for v in variants if v is None or (mine["variant"] == v).any()]
+        for variant in present:
+            part = mine if variant is None else mine[mine["variant"] == variant]
+            main = variant == present[0]
             notes = [f"{VARIANT_SHORT.get(v, v) + ': ' if v is not None and len(variants) > 1 else ''}"
                      f"on {(labels or {}).get(same[(v, name)], same[(v, name)])}" for v in variants if (v, name) in same]
             if name in alike:
                 notes.append("both variants alike")
+            if len(present) < len(variants):
+                notes.append(f"{VARIANT_SHORT.get(variant, variant)} variant only")
             label = (labels or {}).get(name, name) + (f" ({'; '.join(notes)})" if notes else "")
             ax.plot(part["iteration"], part["mean"], color=f"C{k % 10}", lw=1.6 if main else 1.1,
                     ls=VARIANT_STYLES.get(variant, "-") if variant is not None else "-",
@@ -248,11 +250,11 @@ def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: s
                 std = part["std"].fillna(0)
                 ax.fill_between(part["iteration"], part["mean"] - std, part["mean"] + std,
                                 color=f"C{k % 10}", alpha=0.15)
-    handles, labels = ax.get_legend_handles_labels()
+    handles, shown = ax.get_legend_handles_labels()
     if variants[0] is not None and len(variants) > 1:
         handles += [plt.Line2D([], [], color="0.2", ls=VARIANT_STYLES.get(v, ":")) for v in variants]
-        labels += [VARIANT_LABELS.get(v, v) for v in variants]
-    ax.legend(handles, labels, title=legend_title or None, fontsize=7, loc="upper left",
+        shown += [VARIANT_LABELS.get(v, v) for v in variants]
+    ax.legend(handles, shown, title=legend_title or None, fontsize=7, loc="upper left",
               bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.set_xlabel(xlabel)
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
