@@ -461,9 +461,9 @@ def test_notebook_ifca_models_start_from_pytorch_default_draws_and_leave_cluster
         assert abs(block.mean()) < 0.05 * bound, name
     pub = variant_params(test_config["experiments"]["gtv_fig07_mnist_five_clusters"], "published")
     assert pub["methods"]["ifca"]["model_init"] == "torch_default"
-    assert pub["methods"]["ifca_k2"]["model_init"] == "torch_default"
+    assert pub["methods"]["ifca"]["n_clusters"] == 2  # the notebook's (§8.10)
     paper = variant_params(test_config["experiments"]["gtv_fig07_mnist_five_clusters"], "paper")
-    assert "model_init" not in paper["methods"]["ifca"]
+    assert "model_init" not in paper["methods"]["ifca"] and paper["methods"]["ifca"]["n_clusters"] == 5
 
 
 # ---------------------------------------------------------------- the quirk ablation

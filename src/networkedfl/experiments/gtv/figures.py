@@ -210,13 +210,25 @@ def fig05_mnist_lambda(table: pd.DataFrame, params: Mapping[str, Any] | None = N
 
 
 def _method_labels(params: Mapping[str, Any] | None) -> dict[str, str]:
-    """Display names of the methods; IFCA with its number of cluster models."""
+    """Display names of the methods; IFCA with its number of cluster models (per variant
+    where the variants differ), Alg. 1 of the step scan with its step scale."""
+    from ..variants import variant_names, variant_params
+
     labels = dict(MNIST_METHOD_NAMES)
-    for method, spec in ((params or {}).get("methods") or {}).items():
-        if spec.get("algorithm") == "ifca" and "n_clusters" in spec:
-            labels[method] = f"IFCA ({int(spec['n_clusters'])} models)"
-        elif spec.get("algorithm") == "primal_dual" and "step_scale" in spec:
+    params = params or {}
+    variants = variant_names(params) or [None]
+    for method, spec in (params.get("methods") or {}).items():
+        if spec.get("algorithm") == "primal_dual" and "step_scale" in spec:
             labels[method] = f"c = {float(spec['step_scale']):g}"
+    clusters: dict[str, dict[Any, int]] = {}
+    for variant in variants:
+        for method, spec in (variant_params(params, variant).get("methods") or {}).items():
+            if spec.get("algorithm") == "ifca" and "n_clusters" in spec:
+                clusters.setdefault(method, {})[variant] = int(spec["n_clusters"])
+    for method, ks in clusters.items():
+        counts = list(dict.fromkeys(ks.values()))
+        labels[method] = ("IFCA (" + ("; ".join(f"{v}: {k}" for v, k in ks.items()) if len(counts) > 1
+                                      else str(counts[0])) + " models)")
     return labels
 
 
@@ -304,7 +316,7 @@ def quirk_ablation(table: pd.DataFrame) -> plt.Figure:
 
 
 #: Display names of the MNIST methods in the figures.
-MNIST_METHOD_NAMES = {"primal_dual": "Alg. 1", "ifca": "IFCA", "ifca_k2": "IFCA (2 models)", "pfedme": "pFedMe",
+MNIST_METHOD_NAMES = {"primal_dual": "Alg. 1", "ifca": "IFCA", "pfedme": "pFedMe",
                       "local_sgd": "local SGD", "fedavg": "FedAvg"}
 
 

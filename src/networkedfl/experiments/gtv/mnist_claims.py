@@ -48,7 +48,7 @@ __all__ = [
 Params = Mapping[str, Any]
 
 #: Display names of the methods in the claims' effects.
-NAMES = {"primal_dual": "Alg. 1", "ifca": "IFCA", "ifca_k2": "IFCA (2 models)", "pfedme": "pFedMe",
+NAMES = {"primal_dual": "Alg. 1", "ifca": "IFCA", "pfedme": "pFedMe",
          "local_sgd": "local SGD", "fedavg": "FedAvg"}
 
 
