@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from ._lazy import missing_extra
 
 try:
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     import pandas as pd
     from matplotlib.collections import LineCollection, PathCollection
     from matplotlib.colors import to_rgba
@@ -33,6 +35,7 @@ __all__ = [
     "PENALTY_LABELS",
     "ablation_summary",
     "accuracy_curves",
+    "coinciding_curves",
     "claims_frame",
     "figure_defects",
     "plot_accuracy_curves",
@@ -66,6 +69,7 @@ def _label(name: str, value: object) -> str:
 #: Line style of each variant (EXPERIMENTS.md §8): the published curves are the main ones.
 VARIANT_STYLES = {"published": "-", "paper": "--"}
 VARIANT_LABELS = {"published": "published (authors' notebooks)", "paper": "paper (its equations)"}
+VARIANT_SHORT = {"published": "published", "paper": "paper"}
 
 
 def _variants(table: pd.DataFrame) -> list[str]:
@@ -205,33 +209,72 @@ def accuracy_curves(table: pd.DataFrame, curve: str, last: int) -> pd.DataFrame:
     return acc.groupby(keys, sort=False)["value"].agg(["mean", "std"]).reset_index()
 
 
+def coinciding_curves(stats: pd.DataFrame, atol: float = 1e-12) -> dict[tuple[Any, str], str]:
+    """Curves of :func:`accuracy_curves` that lie on an earlier one: ``{(variant, curve):
+    the earlier curve}`` (variant ``None`` without variants) where the two mean curves agree
+    at every iteration within ``atol``; a figure must say so, or the later one is hidden."""
+    out: dict[tuple[Any, str], str] = {}
+    groups = stats.groupby("variant", sort=False) if "variant" in stats else [(None, stats)]
+    for variant, part in groups:
+        means = {name: grp.set_index("iteration")["mean"] for name, grp in part.groupby("curve", sort=False)}
+        names = list(means)
+        for k, name in enumerate(names):
+            for earlier in names[:k]:
+                a, b = means[name], means[earlier]
+                if a.index.equals(b.index) and np.allclose(a.to_numpy(), b.to_numpy(), rtol=0, atol=atol):
+                    out[(variant, name)] = earlier
+                    break
+    return out
+
+
 def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: str = "",
-                         legend_title: str = "", xlabel: str = "iteration / round / epoch") -> plt.Figure:
+                         legend_title: str = "", xlabel: str = "iteration / round / epoch",
+                         labels: Mapping[str, str] | None = None) -> plt.Figure:
     """Validation accuracy vs iteration, one colour per curve; with variants the published
-    curves solid (with a band of ± std over seeds) and the paper's dashed."""
+    curves solid (with a band of ± std over seeds) and the paper's dashed.  The legend sits
+    right of the axes (it covers no curve) and names each curve by ``labels`` (default: its
+    value); a curve that lies on an earlier one of its variant (:func:`coinciding_curves`),
+    or whose two variants coincide, says so in its label."""
     stats = accuracy_curves(table, curve, last)
     variants = _variants(table) or [None]
     names = list(dict.fromkeys(stats["curve"]))
-    fig, ax = plt.subplots(figsize=(6.8, 4.4))
+    same = coinciding_curves(stats)
+    alike = set()
+    if len(variants) == 2:  # both variants of a curve on one line: the dashed one is hidden
+        by_variant = stats.assign(curve=stats["curve"].astype(str) + " || " + stats["variant"].astype(str),
+                                  variant=0)
+        twins = coinciding_curves(by_variant.drop(columns="variant"))
+        pairs = {(a.rsplit(" || ", 1)[0], b.rsplit(" || ", 1)[0]) for (_, a), b in twins.items()}
+        alike = {name for name in names if (name, name) in pairs}
+    fig, ax = plt.subplots(figsize=(8.6, 4.4))
     for k, name in enumerate(names):
-        for variant in variants:
-            part = stats[stats["curve"] == name]
-            if variant is not None:
-                part = part[part["variant"] == variant]
-            main = variant in (None, variants[0])
+        mine = stats[stats["curve"] == name]
+        present = [v for v in variants if v is None or (mine["variant"] == v).any()]
+        for variant in present:
+            part = mine if variant is None else mine[mine["variant"] == variant]
+            main = variant == present[0]
+            notes = [f"{VARIANT_SHORT.get(v, v) + ': ' if v is not None and len(variants) > 1 else ''}"
+                     f"on {(labels or {}).get(same[(v, name)], same[(v, name)])}" for v in variants if (v, name) in same]
+            if name in alike:
+                notes.append("both variants alike")
+            if len(present) < len(variants):
+                notes.append(f"{VARIANT_SHORT.get(variant, variant)} variant only")
+            label = (labels or {}).get(name, name) + (f" ({'; '.join(notes)})" if notes else "")
             ax.plot(part["iteration"], part["mean"], color=f"C{k % 10}", lw=1.6 if main else 1.1,
                     ls=VARIANT_STYLES.get(variant, "-") if variant is not None else "-",
-                    label=name if main else None)
+                    label=label if main else None)
             if main:
                 std = part["std"].fillna(0)
                 ax.fill_between(part["iteration"], part["mean"] - std, part["mean"] + std,
                                 color=f"C{k % 10}", alpha=0.15)
-    handles, labels = ax.get_legend_handles_labels()
+    handles, shown = ax.get_legend_handles_labels()
     if variants[0] is not None and len(variants) > 1:
         handles += [plt.Line2D([], [], color="0.2", ls=VARIANT_STYLES.get(v, ":")) for v in variants]
-        labels += [VARIANT_LABELS.get(v, v) for v in variants]
-    ax.legend(handles, labels, title=legend_title or None, fontsize=7)
+        shown += [VARIANT_LABELS.get(v, v) for v in variants]
+    ax.legend(handles, shown, title=legend_title or None, fontsize=7, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.set_xlabel(xlabel)
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_ylabel("validation accuracy (pooled over nodes)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)

@@ -262,7 +262,7 @@ CASES = [
     (gtv.fig13_star_lambda, "gtv_fig13_star_lambda", ("params",), _star_lambda),
     (gtv.plot_star_lambda, "gtv_fig13_star_lambda", (), _n_axes(2)),
     (gtv.quirk_ablation, "gtv_quirk_ablation", (), _ablation),
-    (gtv.quirk_ablation, "gtv_quirk_ablation_mnist", (), _ablation),
+    (gtv.quirk_ablation_mnist, "gtv_quirk_ablation_mnist", (), _ablation),
     (gtv.plot_ablation, "gtv_quirk_ablation", (), _ablation),
     (gtv.ablation_means, "gtv_quirk_ablation_mnist", (), _ablation_means),
     (gtv.highdim_sbm, "gtv_table1_highdim_sbm", (),

@@ -20,9 +20,9 @@ from typing import Any
 import torch
 
 from ..nn import ClientData, FlatModel, client_gradients
+from ._local_sgd import in_client_chunks
 from .aggregate import group_average
 from .contract import FederatedResult, TrainingOptions, start_run
-from ._local_sgd import in_client_chunks
 
 __all__ = ["fedsgd"]
 

@@ -29,7 +29,7 @@ from ._client_batches import (
     step_size,
 )
 from ._dense import DenseDerivatives
-from ._mnist_network import TwoLayerNetwork, accuracy
+from ._mnist_network import SparseSamples, TwoLayerNetwork, accuracy
 from ._models import (
     DEFAULT_DTYPE,
     MODULE_INITS,
@@ -102,6 +102,7 @@ __all__ = [
     "RMSprop",
     "sgd_step",
     "softmax_regression",
+    "SparseSamples",
     "squared_error",
     "step_size",
     "TwoLayerNetwork",

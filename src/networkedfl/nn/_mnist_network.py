@@ -14,10 +14,22 @@ The parameters of many nodes are the rows of an ``(n, P)`` tensor (or ``(R, n, P
 :meth:`TwoLayerNetwork.logits` evaluates all of them on their own data with batched matrix
 products (no loop over nodes).  :meth:`TwoLayerNetwork.flat_model` gives the same network as
 a :class:`~networkedfl.nn.FlatModel` for the federated baselines.
+
+The nodes' samples may be given dense ``(n, m, F)`` or as :class:`SparseSamples` (two CSR
+matrices of the same samples, :meth:`SparseSamples.of`): MNIST images are about 80 % zeros,
+and the two products with the samples (``W1 x`` and ``dpre^T x``) then read a fifth of the
+data.  With sparse samples every column of a product (one replica's hidden unit) is summed
+in the same order whatever the number of replicas, so ``R`` replicas solved together give
+bit for bit the numbers each gives alone where each node holds a multiple of 32 samples
+(torch's elementwise kernels then see whole vector blocks; with a ragged tail their scalar
+exp and log may differ from the vector ones in the last bit).  The dense batched products
+sum in an order that depends on ``R``; the two differ from each other by float rounding.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +39,63 @@ from torch import Tensor
 from ..seeding import Seed, as_rng
 from ._models import FlatModel, cross_entropy
 
-__all__ = ["TwoLayerNetwork", "accuracy"]
+__all__ = ["SparseSamples", "TwoLayerNetwork", "accuracy"]
+
+
+@dataclass(frozen=True, eq=False)
+class SparseSamples:
+    """The samples ``(n, m, F)`` of ``n`` nodes as block-diagonal CSR matrices.
+
+    ``rows`` is ``(n m, n F)`` with entry ``(i m + s, i F + f) = x[i, s, f]`` and ``cols``
+    its transpose ``(n F, n m)``, both with 32-bit indices; ``W1 x`` of every node and
+    replica is then ``rows @ W`` with ``W`` the ``(n F, R h)`` stack of the first-layer
+    weights, and the weight gradient ``cols @ dpre``.  Build with :meth:`of` once per data
+    set (it costs about two dense passes) and pass it wherever the network takes
+    ``features``.
+    """
+
+    rows: Tensor
+    cols: Tensor
+    shape: tuple[int, int, int]
+
+    @classmethod
+    def of(cls, features: Tensor) -> SparseSamples:
+        """The CSR form of dense ``(n, m, F)`` samples (their dtype and device)."""
+        x = torch.as_tensor(features)
+        if x.ndim != 3:
+            raise ValueError(f"features must be (n, m, F), got shape {tuple(x.shape)}")
+        n, m, f = (int(v) for v in x.shape)
+
+        def csr(major: Tensor, minor: Tensor, vals: Tensor, size: tuple[int, int]) -> Tensor:
+            counts = torch.bincount(major, minlength=size[0])
+            crow = torch.zeros(size[0] + 1, dtype=torch.int32, device=x.device)
+            crow[1:] = torch.cumsum(counts, 0)
+            with warnings.catch_warnings():  # "sparse CSR support is in beta": used as documented
+                warnings.simplefilter("ignore", UserWarning)
+                return torch.sparse_csr_tensor(crow, minor.to(torch.int32), vals, size)
+
+        node, sample, pixel = (x != 0).nonzero(as_tuple=True)  # row-major: sorted by (node, sample)
+        rows = csr(node * m + sample, node * f + pixel, x[node, sample, pixel], (n * m, n * f))
+        xt = x.transpose(1, 2)  # the transpose's entries in its row order, (node, pixel, sample)
+        node, pixel, sample = (xt != 0).nonzero(as_tuple=True)
+        cols = csr(node * f + pixel, node * m + sample, xt[node, pixel, sample], (n * f, n * m))
+        return cls(rows, cols, (n, m, f))
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.rows.dtype
+
+    def to(self, dtype: torch.dtype) -> SparseSamples:
+        """The same samples with values of ``dtype``."""
+        if dtype == self.dtype:
+            return self
+
+        def cast(t: Tensor) -> Tensor:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                return torch.sparse_csr_tensor(t.crow_indices(), t.col_indices(), t.values().to(dtype), t.shape)
+
+        return SparseSamples(cast(self.rows), cast(self.cols), self.shape)
 
 
 @dataclass(frozen=True)
@@ -107,10 +175,28 @@ class TwoLayerNetwork:
         r, n = p.shape[:2]
         h, f = self.n_hidden, self.n_features
         w1, _, b1, _ = self.unflatten(p)
-        rows = w1.permute(1, 0, 2, 3).reshape(n, r * h, f)
-        pre = torch.bmm(features.to(p.dtype), rows.transpose(1, 2))  # (n, m, R*h)
+        if isinstance(features, SparseSamples):  # (n m, n F) @ (n F, R h)
+            stack = w1.permute(1, 3, 0, 2).reshape(n * f, r * h)
+            pre = features.to(p.dtype).rows @ stack
+        else:
+            rows = w1.permute(1, 0, 2, 3).reshape(n, r * h, f)
+            pre = torch.bmm(features.to(p.dtype), rows.transpose(1, 2))  # (n, m, R*h)
         pre = pre.reshape(n, -1, r, h).permute(2, 0, 1, 3)
         return pre + b1[:, :, None, :]
+
+    def _weight_gradient(self, dpre: Tensor, features: Tensor | SparseSamples) -> Tensor:
+        """``dW1 = dpre^T x`` of every replica and node, ``(R, n, h * F)``, from ``dpre``
+        ``(R, n, m, h)``: one product over the nodes."""
+        r, n, m, h = dpre.shape
+        f = self.n_features
+        if isinstance(features, SparseSamples):  # (n F, n m) @ (n m, R h)
+            stack = dpre.permute(1, 2, 0, 3).reshape(n * m, r * h)
+            dw1 = (features.to(dpre.dtype).cols @ stack).reshape(n, f, r, h).permute(2, 0, 3, 1)
+            return dw1.reshape(r, n, h * f)
+        # (n, R*h, m) @ (n, m, F): one batched product over the nodes
+        rows = dpre.permute(1, 0, 3, 2).reshape(n, r * h, m)
+        dw1 = torch.bmm(rows, features.to(dpre.dtype)).reshape(n, r, h, f).permute(1, 0, 2, 3)
+        return dw1.reshape(r, n, h * f)
 
     def _check(self, params: Tensor, features: Tensor) -> Tensor:
         p = params[None] if params.ndim == 2 else params
@@ -129,7 +215,8 @@ class TwoLayerNetwork:
         params
             ``(n, P)``, or ``(R, n, P)`` for ``R`` replicas of the same ``n`` nodes.
         features
-            ``(n, m, F)``: node ``i``'s samples (shared by the replicas).
+            ``(n, m, F)``: node ``i``'s samples (shared by the replicas), dense or
+            :class:`SparseSamples`.
 
         Returns
         -------
@@ -147,7 +234,7 @@ class TwoLayerNetwork:
         """Mean cross-entropy of every node on its samples: ``(n,)`` or ``(R, n)``
         (``weights``: the weighted mean, as in :meth:`losses_and_gradients`)."""
         logits = self.logits(params, features)
-        log_probs = torch.log_softmax(logits, dim=-1)
+        log_probs = _log_softmax(logits)
         idx = labels.long().expand(*logits.shape[:-1]).unsqueeze(-1)
         losses = -torch.gather(log_probs, -1, idx).squeeze(-1)
         return losses.mean(dim=-1) if weights is None else (losses * _shares(weights.to(losses.dtype))).sum(dim=-1)
@@ -162,7 +249,7 @@ class TwoLayerNetwork:
         params
             ``(R, n, P)``.
         features
-            ``(n, m, F)`` the nodes' samples.
+            ``(n, m, F)`` the nodes' samples, dense or :class:`SparseSamples`.
         labels
             ``(n, m)`` class labels.
         weights
@@ -181,12 +268,12 @@ class TwoLayerNetwork:
         p = self._check(params, features)
         r, n = p.shape[:2]
         m = features.shape[1]
-        h, f, c = self.n_hidden, self.n_features, self.n_classes
+        h, c = self.n_hidden, self.n_classes
         _, w2, _, b2 = self.unflatten(p)
         pre = self._hidden_pre(p, features)  # (R, n, m, h)
         hidden = torch.relu(pre)
         z = torch.einsum("rnmh,rnch->rnmc", hidden, w2) + b2[:, :, None, :]
-        log_probs = torch.log_softmax(z, dim=-1)
+        log_probs = _log_softmax(z)
         y = labels.long().expand(r, n, m).unsqueeze(-1)
         dz = torch.exp(log_probs)
         dz.scatter_add_(-1, y, torch.full_like(y, -1, dtype=dz.dtype))
@@ -199,10 +286,7 @@ class TwoLayerNetwork:
             dz *= share[..., None]
         dw2 = torch.einsum("rnmc,rnmh->rnch", dz, hidden)
         dpre = torch.einsum("rnmc,rnch->rnmh", dz, w2) * (pre > 0)
-        # (n, R*h, m) @ (n, m, F): one batched product over the nodes
-        rows = dpre.permute(1, 0, 3, 2).reshape(n, r * h, m)
-        dw1 = torch.bmm(rows, features.to(p.dtype)).reshape(n, r, h, f).permute(1, 0, 2, 3)
-        grad = torch.cat([dw1.reshape(r, n, h * f), dw2.reshape(r, n, c * h),
+        grad = torch.cat([self._weight_gradient(dpre, features), dw2.reshape(r, n, c * h),
                           dpre.sum(dim=2), dz.sum(dim=2)], dim=-1)
         return losses, grad
 
@@ -218,12 +302,34 @@ class TwoLayerNetwork:
         params[: self.n_weights] = rng.random(self.n_weights)
         return params
 
-    def flat_model(self, init: np.ndarray | None = None) -> FlatModel:
+    def linear_default_params(self, seed: Seed = None) -> np.ndarray:
+        """One parameter vector drawn as PyTorch initialises its ``nn.Linear`` layers.
+
+        Every entry of a layer's weight matrix and bias i.i.d. ``U(-1/sqrt(fan_in),
+        1/sqrt(fan_in))`` (``kaiming_uniform_(a=sqrt(5))`` and the bias rule of
+        ``nn.Linear.reset_parameters``): ``fan_in = F`` for ``W1, b1`` and ``h`` for
+        ``W2, b2``.  The GTV authors' IFCA starts each cluster model from such a draw
+        (their MNIST notebooks build every cluster model as a fresh network); drawn here
+        from ``seed``, in the layout's order ``W1, W2, b1, b2``.
+        """
+        rng = as_rng(seed)
+        fan_in = {"W1": self.n_features, "W2": self.n_hidden, "b1": self.n_features, "b2": self.n_hidden}
+        params = np.empty(self.n_params)
+        for name, (start, stop) in self.blocks.items():
+            bound = 1.0 / np.sqrt(fan_in[name])
+            params[start:stop] = rng.uniform(-bound, bound, stop - start)
+        return params
+
+    def flat_model(self, init: np.ndarray | None = None, *, sparse: Sequence[Tensor] = ()) -> FlatModel:
         """The network as a :class:`~networkedfl.nn.FlatModel` (cross-entropy loss).
 
         ``forward(params (P,), features (m, F)) -> logits (m, c)`` runs under ``vmap``.
         ``init`` is the fixed initial vector (default: zeros); the baselines pass the
-        shared random start explicitly.
+        shared random start explicitly.  ``sparse``: features tensors ``(n, m, F)`` (e.g. the
+        clients' whole local data sets, which full-batch local steps pass at every step)
+        whose :class:`SparseSamples` the batched loss and gradient use whenever they get
+        exactly that tensor, unchanged; any other features (mini-batches) are multiplied
+        densely.
         """
         start = torch.zeros(self.n_params, dtype=torch.float64) if init is None else torch.as_tensor(
             np.asarray(init, dtype=np.float64))
@@ -248,19 +354,36 @@ class TwoLayerNetwork:
                     and features.shape[0] == params.shape[0] and features.shape[-1] == net.n_features
                     and tuple(labels.shape) == tuple(features.shape[:2]))
 
+        known = [(t, t._version, SparseSamples.of(t.detach())) for t in sparse]
+
+        def samples(features: Tensor) -> Tensor | SparseSamples:
+            for tensor, version, csr in known:
+                if features is tensor and features._version == version:
+                    return csr
+            return features
+
         def batch_gradient(params: Tensor, features: Tensor, labels: Tensor,
                            weights: Tensor | None) -> Tensor | None:
             if not applies(params, features, labels):
                 return None
-            return net.losses_and_gradients(params, features, labels, weights)[1][0]
+            return net.losses_and_gradients(params, samples(features), labels, weights)[1][0]
 
         def batch_loss(params: Tensor, features: Tensor, labels: Tensor,
                        weights: Tensor | None) -> Tensor | None:
-            return net.node_losses(params, features, labels, weights) if applies(params, features, labels) else None
+            if not applies(params, features, labels):
+                return None
+            return net.node_losses(params, samples(features), labels, weights)
 
         name = f"two_layer(F={self.n_features}, h={self.n_hidden}, c={self.n_classes})"
         return FlatModel(self.n_params, forward, cross_entropy, init_fn, name,
                          batch_gradient=batch_gradient, batch_loss=batch_loss)
+
+
+def _log_softmax(z: Tensor) -> Tensor:
+    """``log_softmax`` over the last (class) axis, computed with the classes leading: the
+    same numbers as ``torch.log_softmax(z, -1)``, several times faster for few classes
+    (torch reduces a short innermost axis slowly)."""
+    return torch.log_softmax(z.movedim(-1, 0).contiguous(), dim=0).movedim(0, -1)
 
 
 def _shares(weights: Tensor) -> Tensor:

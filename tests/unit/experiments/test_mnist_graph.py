@@ -189,3 +189,19 @@ def test_the_published_mnist_variants_run_on_the_notebooks_graph(test_config, in
     assert np.array_equal(notebook.indices, plain.indices)  # same local datasets
     assert notebook.graph.parallel_edges and notebook.weights.min() == 0.0
     assert len(notebook.edges) == notebook.n_nodes * test_config["mnist_graphs"]["two_clusters_notebook"]["neighbours"]
+
+
+def test_edge_signs_give_the_notebooks_incidence_of_the_knn_rows(train):
+    spec = small_spec(neighbours=2, relation="directed", rescale="minmax")
+    g = build_mnist_graph("g", spec, train, 7)
+    signs = g.edge_signs()
+    # the notebooks' D: the edge of node i's k-NN row has +1 at i (the e // k-th node)
+    source = np.repeat(np.arange(g.n_nodes), 2)
+    notebook = np.zeros((len(g.edges), g.n_nodes))
+    notebook[np.arange(len(g.edges)), source] = 1.0
+    target = np.where(g.edges[:, 0] == source, g.edges[:, 1], g.edges[:, 0])
+    notebook[np.arange(len(g.edges)), target] = -1.0
+    np.testing.assert_array_equal(signs[:, None] * g.graph.incidence.toarray(), notebook)
+    assert (signs < 0).any() and (signs > 0).any()
+    union = build_mnist_graph("g", small_spec(neighbours=2), train, 7)
+    np.testing.assert_array_equal(union.edge_signs(), np.ones(len(union.edges)))

@@ -410,6 +410,64 @@ def test_mnist_targets_run_the_notebooks_algorithm_in_the_published_variant(repo
         assert "dual_init" not in paper and paper.get("prox_scale", 1.0) == 1.0, target
 
 
+def test_the_two_cluster_published_variants_project_the_duals_at_lambda_zero(repo):
+    """Figs 5 and 6 come from the two-cluster notebook, which projects the duals at lambda = 0
+    (onto the ball of radius 0); only the five-cluster notebook (Fig 7) skips it there."""
+    from networkedfl.pipeline.config import load_config
+
+    config = load_config(repo / "config" / "config.yaml")
+    for target in ("gtv_fig05_mnist_lambda", "gtv_fig06_mnist_methods"):
+        pub = variant_params(config["experiments"][target], "published")["methods"]["primal_dual"]
+        assert pub.get("project_at_zero_lambda", True) is True, target
+    fig7 = variant_params(config["experiments"]["gtv_fig07_mnist_five_clusters"], "published")
+    assert fig7["methods"]["primal_dual"]["project_at_zero_lambda"] is False
+
+
+def test_published_lambda_zero_trains_each_node_alone_after_the_first_iteration(test_config, inputs_for):
+    """The projection at lambda = 0 acts on the lambda = 0 replica alone: skipping it (the
+    five-cluster notebook, what Fig 5 used to run) changes that curve and no other.  With it,
+    the largest |u| of lambda = 0 is that of the start (u = the initial weights, iteration 0):
+    no dual step moves u off 0 afterwards."""
+    import copy
+
+    setting = "published.primal_dual"
+    inputs = inputs_for("gtv_fig05_mnist_lambda", setting=setting)
+    skipped = copy.deepcopy(test_config)
+    skipped["experiments"]["gtv_fig05_mnist_lambda"]["variants"]["published"]["methods"]["primal_dual"][
+        "project_at_zero_lambda"] = False
+
+    def curves(config):
+        table = run_job(config, "gtv_fig05_mnist_lambda", setting, 0, inputs)
+        acc = table[(table["metric"] == "accuracy") & table["iteration"].notna()]
+        duals = table[table["metric"] == "max_abs_dual"].set_index("lam")["value"]
+        return acc.pivot_table(index="iteration", columns="lam", values="value"), duals
+
+    (projected, duals), (free, _) = curves(test_config), curves(skipped)
+    assert not projected[0.0].equals(free[0.0])
+    pd.testing.assert_frame_equal(projected.drop(columns=0.0), free.drop(columns=0.0))
+    assert 0.5 < duals[0.0] <= 1.0
+
+
+def test_notebook_ifca_models_start_from_pytorch_default_draws_and_leave_cluster_zero(test_config, inputs_for):
+    """The notebooks build every IFCA cluster model as a fresh nn.Linear network (small
+    weights): after round 1 (everyone in cluster 0) an untrained model can win a node's
+    least-loss choice.  From the shared U[0, 1) start an untrained model never does."""
+    from networkedfl.nn import TwoLayerNetwork
+
+    net = TwoLayerNetwork(784, 1, 2)
+    draws = np.stack([net.linear_default_params(s) for s in range(400)])
+    for name, (start, stop) in net.blocks.items():
+        bound = 1 / np.sqrt(784 if name in ("W1", "b1") else 1)
+        block = draws[:, start:stop]
+        assert np.abs(block).max() <= bound and np.abs(block).max() > 0.95 * bound, name
+        assert abs(block.mean()) < 0.05 * bound, name
+    pub = variant_params(test_config["experiments"]["gtv_fig07_mnist_five_clusters"], "published")
+    assert pub["methods"]["ifca"]["model_init"] == "torch_default"
+    assert pub["methods"]["ifca"]["n_clusters"] == 2  # the notebook's (§8.10)
+    paper = variant_params(test_config["experiments"]["gtv_fig07_mnist_five_clusters"], "paper")
+    assert "model_init" not in paper["methods"]["ifca"] and paper["methods"]["ifca"]["n_clusters"] == 5
+
+
 # ---------------------------------------------------------------- the quirk ablation
 
 def test_ablation_switches_one_option_and_reuses_the_source_targets_streams(test_config):
@@ -496,3 +554,29 @@ def test_mnist_ablation_switches_nested_options_and_reuses_fig6_streams(test_con
         return rows.set_index(key)["value"].sort_index()
 
     pd.testing.assert_series_equal(acc(abl), acc(fig6), check_exact=True)
+
+
+def test_mnist_seeds_solved_together_give_each_seed_its_records_alone(test_config, inputs_for):
+    """A job's seeds are one solve (every seed, lambda and step scale a replica); a seed's
+    records are those of the seed solved alone (bit for bit where every node holds a
+    multiple of 32 images, as the default config's 400: tests/unit/nn; here 50, where
+    torch's vector kernels leave a scalar tail whose exp/log may differ in the last bit),
+    and the pipeline's one call per seed reads them from the job's first call."""
+    import copy
+
+    from networkedfl.experiments.gtv.mnist import job_seeds, load_problem, mnist_records, run_mnist
+    from networkedfl.pipeline.runner import job_inputs
+
+    target, setting = "gtv_fig05_mnist_lambda", "published.primal_dual"
+    params = variant_params(test_config["experiments"][target], "published")
+    problem = load_problem(params, inputs_for(target, setting=setting))
+    together = mnist_records(problem, params, ["primal_dual"], [0, 1, 2], 7, target)
+    alone = mnist_records(problem, params, ["primal_dual"], [2], 7, target)
+    pd.testing.assert_frame_equal(pd.DataFrame(together[2]), pd.DataFrame(alone[2]), rtol=1e-9)
+    assert not pd.DataFrame(together[0])["value"].equals(pd.DataFrame(together[2])["value"])
+    many = {**copy.deepcopy(params), "repetitions": 3}
+    assert job_seeds(many, 2) == [0, 1, 2] and job_seeds(many, 5) == [5]
+    inputs = inputs_for(target, setting=setting)
+    table = run_mnist(many, "primal_dual", 2, 7, inputs=inputs, experiment_id=target)
+    pd.testing.assert_frame_equal(table, pd.DataFrame(alone[2]), rtol=1e-9)
+    assert set(job_inputs(test_config, target, setting)) == {"mnist", "graph"}

@@ -219,3 +219,80 @@ def test_primal_dual_with_the_neural_loss_fuses_a_connected_pair_and_ignores_edg
     assert np.linalg.norm(w[0] - w[1]) > 1e-2  # ... and the two nodes fit their own data
     assert np.linalg.norm(w[2] - w[3]) < 1e-3 * np.linalg.norm(w[2])  # huge lambda: one model
     assert np.abs(res.duals[1, NET.n_weights:]).max() == 0  # biases are not coupled
+
+
+# ---------------------------------------------------------------- sparse samples
+
+
+def _sparse_data(n=4, m=30, seed=3, dtype=torch.float64):
+    """Samples with about 80 % zeros, as MNIST images."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, m, NET.n_features, generator=g, dtype=dtype)
+    x = x * (torch.rand(n, m, NET.n_features, generator=g, dtype=dtype) < 0.2)
+    y = torch.randint(0, 2, (n, m), generator=g)
+    return x, y
+
+
+def test_sparse_samples_hold_the_block_diagonal_matrix_and_its_transpose():
+    from networkedfl.nn import SparseSamples
+
+    x, _ = _sparse_data()
+    n, m, f = x.shape
+    s = SparseSamples.of(x)
+    dense = torch.block_diag(*[x[i] for i in range(n)])  # (n m, n F)
+    assert s.shape == (n, m, f) and s.rows.col_indices().dtype == torch.int32
+    assert torch.equal(s.rows.to_dense(), dense) and torch.equal(s.cols.to_dense(), dense.T)
+    assert s.to(torch.float32).dtype == torch.float32 and s.to(torch.float64) is s
+    with pytest.raises(ValueError, match=r"\(n, m, F\)"):
+        SparseSamples.of(x[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sparse_products_give_the_dense_losses_and_gradients_and_replicas_do_not_interact(dtype):
+    """Bit for bit whatever the replicas beside it, where each node holds a multiple of 32
+    samples (whole vector blocks in torch's elementwise kernels; the default config's 400)."""
+    from networkedfl.nn import SparseSamples
+
+    x, y = _sparse_data(m=32, dtype=dtype)
+    s = SparseSamples.of(x)
+    params = torch.randn(5, x.shape[0], NET.n_params, dtype=dtype, generator=torch.Generator().manual_seed(1))
+    loss_d, grad_d = NET.losses_and_gradients(params, x, y)
+    loss_s, grad_s = NET.losses_and_gradients(params, s, y)
+    tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    torch.testing.assert_close(loss_s, loss_d, **tol)
+    torch.testing.assert_close(grad_s, grad_d, **tol)
+    torch.testing.assert_close(NET.node_losses(params, s, y), loss_d, **tol)
+    # a replica's numbers are the same bit for bit with any replicas beside it
+    for k in range(5):
+        alone = NET.losses_and_gradients(params[k:k + 1], s, y)
+        assert torch.equal(alone[0], loss_s[k:k + 1]) and torch.equal(alone[1], grad_s[k:k + 1])
+    pair = NET.losses_and_gradients(params[1:3], s, y)[1]
+    assert torch.equal(pair, grad_s[1:3])
+
+
+def test_flat_model_uses_the_sparse_form_of_exactly_the_tensors_it_was_given():
+    from networkedfl.nn import ClientData, batch_gradients
+    from networkedfl.nn._mnist_network import SparseSamples
+
+    x, y = _sparse_data()
+    data = ClientData.from_arrays(x, y)
+    params = torch.randn(x.shape[0], NET.n_params, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    seen = []
+    original = TwoLayerNetwork.losses_and_gradients
+
+    def spy(self, p, features, *args, **kwargs):
+        seen.append(isinstance(features, SparseSamples))
+        return original(self, p, features, *args, **kwargs)
+
+    TwoLayerNetwork.losses_and_gradients = spy
+    try:
+        sparse = batch_gradients(NET.flat_model(sparse=[data.features]))
+        dense = batch_gradients(NET.flat_model())
+        g_sparse = sparse(params, data.features, data.targets, data.sample_weights)
+        g_dense = dense(params, data.features, data.targets, data.sample_weights)
+        g_copy = sparse(params, data.features.clone(), data.targets, data.sample_weights)  # another tensor
+    finally:
+        TwoLayerNetwork.losses_and_gradients = original
+    assert seen == [True, False, False]
+    torch.testing.assert_close(g_sparse, g_dense, rtol=1e-12, atol=1e-12)
+    assert torch.equal(g_copy, g_dense)

@@ -222,12 +222,3 @@ register(Experiment(
                 "claims-means", "memory-layout", "ifca-linear", "table1-fig02-setup",
                 "linear-test-profile"),
 ))
-register(Experiment(
-    id="gtv_quirk_ablation_mnist", kind="figure", source="GTV Fig. 6 (issue 16; not in the paper)",
-    title="MNIST: notebook behaviours switched one at a time: effect on Fig. 6's final accuracies",
-    run=run_quirk_ablation, claims=ablation_claims, settings=ablation_settings, inputs=ablation_inputs,
-    # those of its case's source, gtv_fig06_mnist_methods, but its claims
-    deviations=("two-variants", "step-sizes", "claims-means", "mnist-run-length", "real-proximal-term",
-                "local-biases", "stacked-nlasso", "learnt-graph", "mnist-local-datasets",
-                "mnist-baselines", "mnist-test-profile", "reproducible-graph"),
-))

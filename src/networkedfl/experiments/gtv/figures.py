@@ -57,6 +57,7 @@ __all__ = [
     "plot_cluster_graph",
     "plot_star_lambda",
     "quirk_ablation",
+    "quirk_ablation_mnist",
     "step_scan",
     "sweep_means",
     "weight_spread",
@@ -255,9 +256,9 @@ def _last(params: Mapping[str, Any] | None) -> int:
     return int((params or {}).get("plot_iterations", 50)) - 1
 
 
-def _accuracy_figure(table, params, title, curve, legend_title, xlabel):
+def _accuracy_figure(table, params, title, curve, legend_title, xlabel, labels=None):
     return plot_accuracy_curves(table, curve=curve, last=_last(params), title=title,
-                                legend_title=legend_title, xlabel=xlabel)
+                                legend_title=legend_title, xlabel=xlabel, labels=labels)
 
 
 def fig05_mnist_lambda(table: pd.DataFrame, params: Mapping[str, Any] | None = None, title: str = "") -> plt.Figure:
@@ -265,20 +266,45 @@ def fig05_mnist_lambda(table: pd.DataFrame, params: Mapping[str, Any] | None = N
     return _accuracy_figure(table, params, title, "lam", "Alg. 1 (nLasso)", "iteration")
 
 
+def _method_labels(params: Mapping[str, Any] | None) -> dict[str, str]:
+    """Display names of the methods; IFCA with its number of cluster models (per variant
+    where the variants differ), Alg. 1 of the step scan with its step scale."""
+    from ..variants import variant_names, variant_params
+
+    labels = dict(MNIST_METHOD_NAMES)
+    params = params or {}
+    variants = variant_names(params) or [None]
+    for method, spec in (params.get("methods") or {}).items():
+        if spec.get("algorithm") == "primal_dual" and "step_scale" in spec:
+            labels[method] = f"c = {float(spec['step_scale']):g}"
+    clusters: dict[str, dict[Any, int]] = {}
+    for variant in variants:
+        for method, spec in (variant_params(params, variant).get("methods") or {}).items():
+            if spec.get("algorithm") == "ifca" and "n_clusters" in spec:
+                clusters.setdefault(method, {})[variant] = int(spec["n_clusters"])
+    for method, ks in clusters.items():
+        counts = list(dict.fromkeys(ks.values()))
+        labels[method] = ("IFCA (" + ("; ".join(f"{v}: {k}" for v, k in ks.items()) if len(counts) > 1
+                                      else str(counts[0])) + " models)")
+    return labels
+
+
 def fig06_mnist_methods(table: pd.DataFrame, params: Mapping[str, Any] | None = None, title: str = "") -> plt.Figure:
-    """GTV Fig. 6: Alg. 1 vs IFCA, pFedMe and local SGD."""
-    return _accuracy_figure(table, params, title, "method", "method", "iteration / round / epoch")
+    """GTV Fig. 6: Alg. 1 vs IFCA, pFedMe and local SGD (and FedAvg)."""
+    return _accuracy_figure(table, params, title, "method", "method", "iteration / round / epoch",
+                            _method_labels(params))
 
 
 def fig07_mnist_five_clusters(table: pd.DataFrame, params: Mapping[str, Any] | None = None,
                               title: str = "") -> plt.Figure:
-    """GTV Fig. 7: five clusters, Alg. 1 vs IFCA and local SGD."""
-    return _accuracy_figure(table, params, title, "method", "method", "iteration / round / epoch")
+    """GTV Fig. 7: five clusters, Alg. 1 vs IFCA (5 and 2 models) and local SGD."""
+    return _accuracy_figure(table, params, title, "method", "method", "iteration / round / epoch",
+                            _method_labels(params))
 
 
 def step_scan(table: pd.DataFrame, params: Mapping[str, Any] | None = None, title: str = "") -> plt.Figure:
     """Fig. 6's paper variant of Alg. 1 with scaled steps: one curve per step scale."""
-    return _accuracy_figure(table, params, title, "method", "step scale", "iteration")
+    return _accuracy_figure(table, params, title, "method", "step scale", "iteration", _method_labels(params))
 
 
 def accuracy_summary(table: pd.DataFrame, curve: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
@@ -354,6 +380,44 @@ def quirk_ablation(table: pd.DataFrame) -> plt.Figure:
     return plot_ablation(table)
 
 
+#: Display names of the MNIST methods in the figures.
+MNIST_METHOD_NAMES = {"primal_dual": "Alg. 1", "ifca": "IFCA", "pfedme": "pFedMe",
+                      "local_sgd": "local SGD", "fedavg": "FedAvg"}
+
+
+def quirk_ablation_mnist(table: pd.DataFrame) -> plt.Figure:
+    """The MNIST ablation: per method (marker), the final validation accuracy, mean over
+    seeds with the seeds' range, for every switch (rows: ``published``, each notebook option
+    switched back to the paper's alone, ``paper``).  A switch of one method's options runs
+    that method alone (the others would repeat their published rows)."""
+    summary = ablation_summary(table)
+    acc = table[(table["metric"] == "accuracy") & table["iteration"].notna()]
+    fig, axes = plt.subplots(1, summary["case"].nunique(), figsize=(8.2, 4.2), squeeze=False)
+    for ax, (case, part) in zip(axes[0], summary.groupby("case", sort=False), strict=True):
+        switches = list(dict.fromkeys(part["switch"]))
+        ypos = {sw: -k for k, sw in enumerate(switches)}
+        rows = acc[acc["case"] == case]
+        final = rows[rows["iteration"] == rows["iteration"].max()]
+        spread = final.groupby(["switch", "method"])["value"].agg(["min", "max"])
+        for k, (item, grp) in enumerate(part.groupby("item", sort=False)):
+            y = grp["switch"].map(ypos).to_numpy() + (0.12 if k % 2 else -0.12)
+            lo = [spread.loc[(sw, item), "min"] for sw in grp["switch"]]
+            hi = [spread.loc[(sw, item), "max"] for sw in grp["switch"]]
+            ax.errorbar(grp["value"], y, xerr=[grp["value"].to_numpy() - lo, hi - grp["value"].to_numpy()],
+                        fmt="os^Dv"[k % 5], color=f"C{k % 10}", ls="none", capsize=2,
+                        label=MNIST_METHOD_NAMES.get(item, item))
+        labels = [sw if sw in ("published", "paper") else f"{sw.removeprefix('methods.')} → paper" for sw in switches]
+        ax.set_yticks(list(ypos.values()), labels, fontsize=8)
+        ax.axhline(-0.5, color="0.6", lw=0.8)
+        ax.axhline(-(len(switches) - 1.5), color="0.6", lw=0.8)
+        ax.set_title(f"{case}: final accuracy per switch (mean, range over seeds)", fontsize=9)
+        ax.set_xlabel(str(part["quantity"].iloc[0]))
+        ax.grid(alpha=0.3, axis="x")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    fig.tight_layout()
+    return fig
+
+
 def ablation_means(table: pd.DataFrame) -> pd.DataFrame:
     """Means over repetitions: rows (panel, item), one column per switch in the figure's order."""
     return ablation_summary(table).pivot_table(index=["panel", "item"], columns="switch", values="value", sort=False)
@@ -406,11 +470,20 @@ def highdim_sbm(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def mnist_clusters(table: pd.DataFrame) -> pd.DataFrame:
-    """GTV Table II: the digits of every cluster (ours beside the paper's) and its nodes."""
-    rows = table[table["metric"] == "digits"].pivot_table(index="cluster", columns="source", values="value",
-                                                          aggfunc="first")
-    nodes = table[table["metric"] == "nodes"].set_index("cluster")["value"].rename("nodes (graph)")
-    return rows.join(nodes)
+    """GTV Table II as a tidy table in the paper's row order (C1 ... C5): one row per cluster
+    with its digits in the paper and in the learnt graph that gtv_fig07 uses, and the
+    graph's nodes in the cluster (columns ``cluster``, ``digits (paper)``, ``digits
+    (graph)``, ``nodes (graph)``)."""
+    digits = table[table["metric"] == "digits"].pivot_table(index="cluster", columns="source", values="value",
+                                                            aggfunc="first")
+    nodes = table[table["metric"] == "nodes"].groupby("cluster")["value"].first()
+    order = sorted(digits.index, key=lambda c: int(str(c).lstrip("C")))
+    return pd.DataFrame({
+        "cluster": order,
+        "digits (paper)": [digits.at[c, "paper"] if "paper" in digits else None for c in order],
+        "digits (graph)": [digits.at[c, "graph"] if "graph" in digits else None for c in order],
+        "nodes (graph)": [int(nodes[c]) if c in nodes.index else None for c in order],
+    })
 
 
 def covariance_errors(table: pd.DataFrame) -> pd.DataFrame:

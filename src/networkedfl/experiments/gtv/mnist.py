@@ -21,29 +21,28 @@ nodes' validation images, after every iteration / round / epoch (iteration 0: th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..claims import check_all
-from ..registry import Claim, rng_for
+from ..registry import rng_for
 from .mnist_graph import MnistGraph, graph_file, load_mnist_graph, mnist_train_files
 
 __all__ = [
     "ALL_METHODS",
     "MnistProblem",
     "PAPER_TABLE2",
+    "job_seeds",
+    "last_job",
     "load_problem",
     "mnist_inputs",
-    "mnist_method_claims",
-    "mnist_lambda_claims",
+    "mnist_records",
     "mnist_settings",
-    "mnist_table2_claims",
     "run_mnist",
     "run_mnist_table2",
-    "step_scan_claims",
 ]
 
 Params = Mapping[str, Any]
@@ -81,7 +80,7 @@ class MnistProblem:
                  hidden: int, dtype, device: str):
         import torch
 
-        from ...nn import TwoLayerNetwork
+        from ...nn import SparseSamples, TwoLayerNetwork
 
         self.graph = graph
         n, m = graph.indices.shape
@@ -95,6 +94,8 @@ class MnistProblem:
         self.val_x, self.val_y = feats[:, t:].contiguous(), labels[:, t:].contiguous()
         self.network = TwoLayerNetwork(x.shape[-1], int(hidden), int(graph.clusters.shape[1]))
         self.dtype, self.device = dtype, device
+        # the evaluation's products with the images, in CSR form (most pixels are 0)
+        self._val, self._train = SparseSamples.of(self.val_x), SparseSamples.of(self.train_x)
 
     def start_accuracies(self, w0: np.ndarray) -> dict[str, np.ndarray]:
         """:meth:`accuracies` of every node holding the vector ``w0``."""
@@ -108,8 +109,8 @@ class MnistProblem:
 
         p = torch.as_tensor(params).to(dtype=self.dtype, device=self.device)
         with torch.no_grad():
-            val = accuracy(self.network.logits(p, self.val_x), self.val_y)
-            train = accuracy(self.network.logits(p, self.train_x), self.train_y)
+            val = accuracy(self.network.logits(p, self._val), self.val_y)
+            train = accuracy(self.network.logits(p, self._train), self.train_y)
             val, train = val.mean(dim=-1), train.mean(dim=-1)
         return {"accuracy": np.atleast_1d(val.cpu().numpy()),
                 "train_accuracy": np.atleast_1d(train.cpu().numpy())}
@@ -130,62 +131,91 @@ def load_problem(params: Params, inputs: Mapping[str, Any]) -> MnistProblem:
 # ------------------------------------------------------------------------------ methods
 
 
-def _primal_dual(problem: MnistProblem, spec: Params, w0: np.ndarray, rec) -> dict[str, Any]:
-    """Algorithm 1 for every ``lambda`` of the spec at once (one replica per value)."""
+#: The keys in which the Alg. 1 jobs solved together may differ (one replica each).
+_REPLICA_KEYS = ("lam", "step_scale")
+
+
+def _replica_group(spec: Params) -> str:
+    """What Alg. 1 methods must share to be solved together: the spec but ``lam`` and
+    ``step_scale`` (e.g. the step scan's ``c`` values)."""
+    return json.dumps({k: v for k, v in spec.items() if k not in _REPLICA_KEYS}, sort_keys=True, default=str)
+
+
+def _primal_dual(problem: MnistProblem, specs: Mapping[str, Params], starts: Mapping[int, np.ndarray]
+                 ) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Algorithm 1 for every method of ``specs`` (Alg. 1 blocks that differ only in
+    ``lam`` and ``step_scale``), seed of ``starts`` (its shared start ``w0``) and ``lambda``
+    at once: one replica each on a disjoint union of copies of the graph (per-edge
+    ``lambda``, per-node ``tau`` and per-edge ``sigma``), so the data are shared.  With the
+    sparse products every replica's numbers are those it gives alone.  Returns the records
+    of every ``(method, seed)``: the accuracies per iteration and the final metrics."""
     from ...graphs import disjoint_union
     from ...gtv import BlockNLassoPenalty, UnprojectedEdges, default_step_sizes, gtv_primal_dual
     from ...nn import InexactProxCrossEntropy
 
-    lams = [float(v) for v in spec["lam"]]
-    r, graph, net = len(lams), problem.graph.graph, problem.network
+    if len({_replica_group(spec) for spec in specs.values()}) != 1:
+        raise ValueError(f"Alg. 1 methods {sorted(specs)} differ in more than {_REPLICA_KEYS}")
+    spec = next(iter(specs.values()))
+    replicas = [(method, seed, float(lam), float(s.get("step_scale", 1.0)))
+                for method, s in specs.items() for seed in starts for lam in s["lam"]]
+    r, graph, net = len(replicas), problem.graph.graph, problem.network
+    n, p, e = graph.n_nodes, net.n_params, graph.n_edges
+    lams, scales = np.array([x[2] for x in replicas]), np.array([x[3] for x in replicas])
+    if np.any(scales <= 0):
+        raise ValueError(f"step_scale must be positive, got {sorted(set(scales[scales <= 0]))}")
     union, _ = disjoint_union([graph] * r)
-    lam_per_edge = np.repeat(lams, graph.n_edges)
+    lam_per_edge = np.repeat(lams, e)
     if spec.get("penalty", "nlasso") != "nlasso":
         raise ValueError(f"the MNIST experiment uses the nLasso penalty, got {spec['penalty']!r}")
     blocks = {"stacked": ((0, net.n_weights),), "per_layer": net.weight_blocks}[
         spec.get("dual_blocks", "stacked")]
     penalty = BlockNLassoPenalty(blocks)
     if not spec.get("project_at_zero_lambda", True):
-        # the notebook skips the projection when lambda = 0 (EXPERIMENTS.md §8 item 5)
+        # the five-cluster notebook skips the projection when lambda = 0 (EXPERIMENTS.md §8 item 5)
         penalty = UnprojectedEdges(penalty, lam_per_edge == 0)
     loss = InexactProxCrossEntropy(
         net, problem.train_x, problem.train_y, replicas=r, steps=int(spec["steps"]),
         lr=float(spec["lr"]), optimizer=str(spec.get("optimizer", "rmsprop")),
-        prox_scale=float(spec.get("prox_scale", 1.0)), dtype=problem.dtype, device=problem.device)
+        prox_scale=float(spec.get("prox_scale", 1.0)), dtype=problem.dtype, device=problem.device,
+        sparse=bool(spec.get("sparse", True)))
     tau, sigma = default_step_sizes(union)
-    scale = float(spec.get("step_scale", 1.0))  # tau = c/deg, sigma = 0.45/c (issue 16 item 6)
-    if scale <= 0:
-        raise ValueError(f"step_scale must be positive, got {scale}")
-    tau, sigma = tau * scale, sigma / scale  # keeps ||Sigma^{1/2} D T^{1/2}|| unchanged
-    n, p = graph.n_nodes, net.n_params
+    # tau = c/deg, sigma = 0.45/c (issue 16 item 6) keeps ||Sigma^{1/2} D T^{1/2}|| unchanged
+    tau, sigma = tau * np.repeat(scales, n), sigma / np.repeat(scales, e)
+    w0 = np.stack([np.broadcast_to(starts[seed], (n, p)) for _, seed, _, _ in replicas])  # (R, n, P)
     max_dual = np.zeros(r)
+    records: dict[tuple[str, int], list[dict[str, Any]]] = {(m, seed): [] for m in specs for seed in starts}
+
+    def record(iteration: int, acc: Mapping[str, np.ndarray]) -> None:
+        for k, (method, seed, lam, _) in enumerate(replicas):
+            records[(method, seed)] += [{"lam": lam, "iteration": iteration, "metric": metric,
+                                         "value": float(values[k])} for metric, values in acc.items()]
 
     def callback(state) -> None:
-        acc = problem.accuracies(state.weights.reshape(r, n, p))
-        u = np.abs(state.duals).reshape(r, graph.n_edges, p).max(axis=(1, 2), initial=0.0)
+        u = np.abs(state.duals).reshape(r, e, p).max(axis=(1, 2), initial=0.0)
         np.maximum(max_dual, u, out=max_dual)
-        for k, lam in enumerate(lams):
-            rec(state.iteration, {"lam": lam}, {m: v[k] for m, v in acc.items()})
+        record(state.iteration, problem.accuracies(state.weights.reshape(r, n, p)))
 
-    acc0 = problem.accuracies(np.broadcast_to(w0, (r, n, p)).copy())
-    for k, lam in enumerate(lams):
-        rec(0, {"lam": lam}, {m: v[k] for m, v in acc0.items()})
+    record(0, problem.accuracies(w0))
     u0 = None
     if spec.get("dual_init", "zeros") == "weights":
-        # the notebook starts every edge's dual at the initial weights (§8 item 5)
-        u0 = np.zeros((union.n_edges, p))
-        u0[:, : net.n_weights] = w0[: net.n_weights]
-    result = gtv_primal_dual(union, loss, penalty, lam_per_edge,
-                             int(spec["n_iter"]), tau=tau, sigma=sigma,
-                             w0=np.broadcast_to(w0, (r * n, p)).copy(), u0=u0,
+        # the notebook starts every edge's dual at the initial weights (§8 item 5), in its
+        # orientation of D (+1 at the node whose k-NN row chose the edge)
+        u0 = np.zeros((r, e, p))
+        u0[:, :, : net.n_weights] = w0[:, :1, : net.n_weights] * problem.graph.edge_signs()[None, :, None]
+        u0 = u0.reshape(r * e, p)
+        np.maximum(max_dual, np.abs(u0).reshape(r, -1).max(axis=1), out=max_dual)  # iteration 0 counts
+    result = gtv_primal_dual(union, loss, penalty, lam_per_edge, int(spec["n_iter"]), tau=tau, sigma=sigma,
+                             w0=w0.reshape(r * n, p).copy(), u0=u0,
                              dual_update=spec.get("dual_update", "extrapolated"), callback=callback)
     weights = result.weights.reshape(r, n, p)[:, :, : net.n_weights]
-    mean = weights.mean(axis=1, keepdims=True)
-    spread = np.linalg.norm(weights - mean, axis=2).max(axis=1) / np.linalg.norm(mean[:, 0], axis=1)
-    final = {}
-    for k, lam in enumerate(lams):
-        final[lam] = {"relative_spread": float(spread[k]), "max_abs_dual": float(max_dual[k])}
-    return final
+    for k, (method, seed, lam, _) in enumerate(replicas):
+        w = np.ascontiguousarray(weights[k])  # each replica alone: numpy's sums depend on the layout
+        mean = w.mean(axis=0)
+        spread = np.linalg.norm(w - mean, axis=1).max() / np.linalg.norm(mean)
+        records[(method, seed)] += [
+            {"lam": lam, "iteration": np.nan, "metric": "relative_spread", "value": float(spread)},
+            {"lam": lam, "iteration": np.nan, "metric": "max_abs_dual", "value": float(max_dual[k])}]
+    return records
 
 
 def _client_data(problem: MnistProblem):
@@ -211,10 +241,17 @@ def _ifca(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict
 
     k = int(spec["n_clusters"])
     net = problem.network
-    # cluster 1 starts from the shared vector, the others from fresh draws of the same law
-    init = np.stack([w0] + [net.initial_params(rng) for _ in range(k - 1)])
+    start = spec.get("model_init", "shared_start")
+    if start == "shared_start":
+        # cluster 1 starts from the shared vector, the others from fresh draws of the same law
+        init = np.stack([w0] + [net.initial_params(rng) for _ in range(k - 1)])
+    elif start == "torch_default":
+        # the notebooks: every cluster model a fresh nn.Linear network (small weights)
+        init = np.stack([net.linear_default_params(rng) for _ in range(k)])
+    else:
+        raise ValueError(f"IFCA model_init must be shared_start or torch_default, got {start!r}")
     data = _client_data(problem)
-    model = net.flat_model(w0)
+    model = net.flat_model(w0, sparse=[data.features, problem.val_x])  # full-batch steps, validation losses
     models = torch.as_tensor(init).to(problem.dtype)
     by_validation = spec.get("evaluate_by", "training_loss") == "validation_loss"
 
@@ -253,7 +290,8 @@ def _fedavg(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> di
     from ...algorithms import fedavg
 
     rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
-    fedavg(problem.network.flat_model(w0), _client_data(problem), n_rounds=int(spec["rounds"]),
+    data = _client_data(problem)
+    fedavg(problem.network.flat_model(w0, sparse=[data.features]), data, n_rounds=int(spec["rounds"]),
            local_epochs=int(spec["local_steps"]), batch_size=None, lr=float(spec["lr"]),
            init=w0, seed=rng, callback=_round_callback(problem, rec),
            device=problem.device, dtype=problem.dtype)
@@ -288,63 +326,111 @@ def _local_sgd(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) ->
 _BASELINES = {"ifca": _ifca, "fedavg": _fedavg, "pfedme": _pfedme, "local_sgd": _local_sgd}
 
 
-def _run_method(problem: MnistProblem, params: Params, setting: str, seed: int,
-                base_seed: int, experiment_id: str) -> list[dict[str, Any]]:
-    import torch
-
-    spec = params["methods"][setting]
-    algorithm = spec["algorithm"]
-    # the same start for every method of a seed
-    w0 = problem.network.initial_params(rng_for(base_seed, experiment_id, seed, "init"))
-    rng = rng_for(base_seed, experiment_id, seed, setting)
+def _baseline(problem: MnistProblem, spec: Params, w0: np.ndarray, rng) -> list[dict[str, Any]]:
+    """One run of a baseline: its records without the method and seed."""
     records: list[dict[str, Any]] = []
-    base = {"method": setting, "algorithm": algorithm, "seed": seed}
 
     def rec(iteration: int, keys: dict, metrics: dict) -> None:
-        for metric, value in metrics.items():
-            records.append({**base, "lam": np.nan, **keys, "iteration": iteration,
-                            "metric": metric, "value": float(value)})
+        records.extend({"lam": np.nan, **keys, "iteration": iteration, "metric": metric, "value": float(value)}
+                       for metric, value in metrics.items())
 
-    torch.manual_seed(0)  # no torch call here draws from it; pins any library default
-    if algorithm == "primal_dual":
-        final = _primal_dual(problem, spec, w0, rec)
-        for lam, metrics in final.items():
-            for metric, value in metrics.items():
-                records.append({**base, "lam": lam, "iteration": np.nan, "metric": metric,
-                                "value": value})
-    else:
-        extra = _BASELINES[algorithm](problem, spec, w0, rec, rng)
-        for metric, value in extra.items():
-            records.append({**base, "lam": np.nan, "iteration": np.nan, "metric": metric,
-                            "value": value})
+    extra = _BASELINES[spec["algorithm"]](problem, spec, w0, rec, rng)
+    records.extend({"lam": np.nan, "iteration": np.nan, "metric": metric, "value": float(value)}
+                   for metric, value in extra.items())
+    return records
+
+
+def _graph_records(problem: MnistProblem) -> list[dict[str, Any]]:
+    """The learnt graph's statistics.  No wall-clock times here (the job's or the graph's):
+    records must be byte-identical on a rerun; the runner logs the job's duration and the
+    graph job logs its stages."""
     g = problem.graph
-    graph_metrics = {
+    metrics = {
         "nodes": g.n_nodes, "edges": len(g.edges),
         "cross_cluster_edges": int(np.sum(g.node_cluster[g.edges[:, 0]] != g.node_cluster[g.edges[:, 1]])),
         "mean_edge_weight": float(np.mean(g.weights)),
     }
-    # no wall-clock times here (the job's or the graph's): records must be byte-identical on
-    # a rerun; the runner logs the job's duration and the graph job logs its stages
-    for metric, value in graph_metrics.items():
-        records.append({**base, "lam": np.nan, "iteration": np.nan, "metric": metric,
-                        "value": float(value)})
-    return records
+    return [{"lam": np.nan, "iteration": np.nan, "metric": metric, "value": float(value)}
+            for metric, value in metrics.items()]
+
+
+def mnist_records(problem: MnistProblem, params: Params, methods: Sequence[str], seeds: Sequence[int],
+                  base_seed: int, experiment_id: str) -> dict[int, list[dict[str, Any]]]:
+    """The records of ``methods`` for every seed of ``seeds`` (see :func:`run_mnist`).
+
+    Every method of a seed starts from the same vector (stream ``init``) and draws from its
+    own stream (its name), so a method's records do not depend on the other methods or
+    seeds run beside it.  The Alg. 1 methods that differ only in ``lam`` and ``step_scale``
+    are solved together, all seeds at once (:func:`_primal_dual`); the baselines run seed by
+    seed.
+    """
+    import torch
+
+    torch.manual_seed(0)  # no torch call here draws from it; pins any library default
+    starts = {seed: problem.network.initial_params(rng_for(base_seed, experiment_id, seed, "init"))
+              for seed in seeds}
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    groups: dict[str, dict[str, Params]] = {}
+    for method in methods:
+        spec = params["methods"][method]
+        if spec["algorithm"] == "primal_dual":
+            groups.setdefault(_replica_group(spec), {})[method] = spec
+    for specs in groups.values():
+        runs.update(_primal_dual(problem, specs, starts))
+    graph = _graph_records(problem)
+    out: dict[int, list[dict[str, Any]]] = {seed: [] for seed in seeds}
+    for seed in seeds:
+        for method in methods:
+            spec = params["methods"][method]
+            rows = runs.get((method, seed))
+            if rows is None:
+                rows = _baseline(problem, spec, starts[seed], rng_for(base_seed, experiment_id, seed, method))
+            base = {"method": method, "algorithm": spec["algorithm"], "seed": seed}
+            out[seed] += [{**base, **row} for row in rows + graph]
+    return out
+
+
+#: The last job's result (:func:`last_job`).
+_LAST_JOB: dict[str, Any] = {}
+
+
+def last_job(key: Sequence[Any], compute: Callable[[], Any]) -> Any:
+    """``compute()``, kept for the next calls with the same ``key`` (JSON-serialisable
+    parts) until a call with another key: the pipeline runs a job's seeds in one process,
+    one call each, and the first call computes them all."""
+    text = json.dumps(list(key), sort_keys=True, default=str)
+    if text not in _LAST_JOB:
+        _LAST_JOB.clear()
+        _LAST_JOB[text] = compute()
+    return _LAST_JOB[text]
+
+
+def job_seeds(params: Params, seed: int) -> list[int]:
+    """The seeds solved with ``seed``: the job's repetitions ``0 .. repetitions - 1`` (the
+    pipeline's seeds of every target) when ``seed`` is one of them, else ``seed`` alone."""
+    seeds = list(range(int(params.get("repetitions", 1))))
+    return seeds if seed in seeds else [int(seed)]
 
 
 def run_mnist(params: Params, setting: str, seed: int, base_seed: int, *,
               inputs: Mapping[str, Any], experiment_id: str) -> pd.DataFrame:
     """Run one method (``setting``), or all of them (``all``), for one seed.
 
-    Columns: ``method`` (the method's name in the config), ``algorithm``, ``lam`` (Alg. 1
-    only), ``iteration`` (iteration, round or epoch; 0 is the start), ``metric``
-    (``accuracy``: pooled validation accuracy; ``train_accuracy``; final-state metrics
-    and timings with ``iteration`` missing), ``value``, ``seed``.
+    Columns: ``method`` (the method's name in the config), ``algorithm``, ``seed``, ``lam``
+    (Alg. 1 only), ``iteration`` (iteration, round or epoch; 0 is the start), ``metric``
+    (``accuracy``: pooled validation accuracy; ``train_accuracy``; final-state metrics and
+    the graph's statistics with ``iteration`` missing), ``value``.
+
+    The first call of a job computes every seed of :func:`job_seeds` (Alg. 1 solves them
+    together) and keeps them for the calls of the other seeds; a seed's records are the
+    same whichever seeds are computed with it.
     """
-    problem = load_problem(params, inputs)
+    seeds = job_seeds(params, seed)
     methods = list(params["methods"]) if setting == ALL_METHODS else [setting]
-    records = [r for m in methods
-               for r in _run_method(problem, params, m, seed, base_seed, experiment_id)]
-    return pd.DataFrame.from_records(records)
+    records = last_job(["run_mnist", params, methods, seeds, int(base_seed), dict(inputs), experiment_id],
+                       lambda: mnist_records(load_problem(params, inputs), params, methods, seeds, base_seed,
+                                             experiment_id))
+    return pd.DataFrame.from_records(records[int(seed)])
 
 
 # ------------------------------------------------------------------------------ Table II
@@ -368,115 +454,3 @@ def run_mnist_table2(params: Params, setting: str, seed: int, base_seed: int, *,
         records.append({"cluster": f"C{c + 1}", "source": "graph", "metric": "nodes",
                         "value": str(int(np.sum(graph.node_cluster == c))), "seed": seed})
     return pd.DataFrame.from_records(records)
-
-
-def _digit_rows(table: pd.DataFrame, source: str) -> dict[str, tuple[int, ...]]:
-    rows = table[(table["source"] == source) & (table["metric"] == "digits")]
-    return {r.cluster: tuple(int(d) for d in str(r.value).split(",")) for r in rows.itertuples()}
-
-
-def mnist_table2_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    paper, used = _digit_rows(table, "paper"), _digit_rows(table, "graph")
-    digits = [d for pair in used.values() for d in pair]
-    return [
-        Claim("five rows", len(used) == 5 and len(paper) == 5,
-              f"{len(used)} clusters in the graph, {len(paper)} rows in the paper's table"),
-        Claim("the pairs are disjoint and cover the digits 0-9",
-              sorted(digits) == list(range(10)), f"digits used: {sorted(digits)}"),
-        Claim("equal to the clusters gtv_fig07 uses (the shared graph) and to Table II",
-              used == paper, f"graph: {used}; Table II: {paper}"),
-    ]
-
-
-# ------------------------------------------------------------------------------ claims
-
-
-def _curves(table: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame:
-    """Mean over seeds, indexed by (method, lam, iteration)."""
-    rows = table[(table["metric"] == metric) & table["iteration"].notna()]
-    rows = rows.assign(value=rows["value"].astype(float), lam=rows["lam"].fillna(-1.0))
-    return rows.groupby(["method", "lam", "iteration"])["value"].mean()
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.4f}"
-
-
-def mnist_lambda_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    curves = _curves(table[table["algorithm"] == "primal_dual"])
-    pd_rows = table[table["algorithm"] == "primal_dual"]
-    lams = sorted(float(v) for v in pd_rows["lam"].dropna().unique())
-    low, high = lams[0], lams[-1]
-    mid = 1.0 if 1.0 in lams else lams[len(lams) // 2]
-    final = {lam: curves.xs(lam, level="lam").groupby("iteration").mean() for lam in lams}
-    last = {lam: float(c.iloc[-1]) for lam, c in final.items()}
-    k = int(max(final[mid].index))
-    finals = pd_rows[pd_rows["iteration"].isna()]
-    finals = finals.assign(value=finals["value"].astype(float))
-    spread = finals[(finals["metric"] == "relative_spread") & (finals["lam"] == high)]["value"].mean()
-    duals = finals[(finals["metric"] == "max_abs_dual") & (finals["lam"] == low)]["value"]
-    return [
-        check_all(f"final accuracy (iteration {k}) at lambda = {mid:g} exceeds lambda = {low:g} "
-                  f"and lambda = {high:g}",
-                  {f"vs lambda = {lam:g}": last[mid] > last[lam] for lam in (low, high)},
-                  {f"vs lambda = {lam:g}": f"{_fmt(last[mid])} vs {_fmt(last[lam])}"
-                   for lam in (low, high)}),
-        Claim(f"at lambda = {high:g}, max_i ||w_i - w_bar|| / ||w_bar|| < 0.05",
-              bool(spread < 0.05), f"mean over seeds {spread:.4g}"),
-        Claim(f"at lambda = {low:g} the dual variables stay 0",
-              bool(len(duals) and (duals == 0).all()),
-              f"max |u| over iterations and seeds: {duals.max():.3g}"),
-    ]
-
-
-def step_scan_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Does some step scale ``c`` (tau = c/deg, sigma = 0.45/c) bring the paper variant of
-    Alg. 1 to the accuracy the notebooks printed?  A measurement, not a claim of the paper."""
-    curves = _curves(table).groupby(["method", "iteration"]).mean()
-    last = int(params.get("plot_iterations", 50)) - 1
-    scale = {m: float(spec.get("step_scale", 1.0)) for m, spec in params["methods"].items()}
-    at = {m: float(curves[m].loc[last]) for m in scale if m in curves.index.get_level_values(0)}
-    reference = float(params["reference_accuracy"])
-    shown = "; ".join(f"c = {scale[m]:g}: {_fmt(v)}" for m, v in sorted(at.items(), key=lambda kv: scale[kv[0]]))
-    best = max(at, key=at.get)
-    return [
-        Claim(f"some step scale c brings Alg. 1 (paper variant) to the notebook's accuracy {reference:g} "
-              f"at iteration {last}", bool(at[best] >= reference),
-              f"best c = {scale[best]:g} ({_fmt(at[best])}); {shown}"),
-        Claim("every step scale of the scan ran", len(at) == len(scale),
-              f"{len(at)} of {len(scale)} curves"),
-    ]
-
-
-def _auc(curve: pd.Series, last: int) -> float:
-    part = curve[curve.index <= last]
-    return float(np.trapezoid(part.to_numpy(), part.index.to_numpy(float)))
-
-
-def mnist_method_claims(table: pd.DataFrame, params: Params, *,
-                        baselines: Sequence[str]) -> list[Claim]:
-    curves = _curves(table).groupby(["method", "iteration"]).mean()
-    last = int(params.get("plot_iterations", 50)) - 1
-    alg = "primal_dual"
-    at = {m: float(curves[m].loc[last]) if last in curves[m].index else float("nan")
-          for m in curves.index.get_level_values(0).unique()}
-    auc = {m: _auc(curves[m], last) for m in at}
-    others = [m for m in baselines if m in at]
-    at_least = [b for b in baselines if b != "local_sgd" and b in at]
-    cases = {f"vs {b}": at[alg] >= at[b] for b in at_least}
-    if "local_sgd" in baselines and "local_sgd" in at:
-        cases["above local_sgd"] = at[alg] > at["local_sgd"]
-    details = {f"vs {b}": f"{_fmt(at[alg])} vs {_fmt(at[b])}" for b in at_least}
-    details["above local_sgd"] = f"{_fmt(at[alg])} vs {_fmt(at.get('local_sgd', np.nan))}"
-    named = " and ".join(at_least)
-    shown = "; ".join(f"{m} {_fmt(v)}" for m, v in sorted(at.items(), key=lambda kv: -kv[1]))
-    claims = [
-        check_all(f"Alg. 1's accuracy at iteration {last} is at least {named}'s, and above "
-                  "local SGD's", cases, details),
-        Claim(f"Alg. 1 has the largest area under the accuracy curve over iterations 0-{last} "
-              f"(vs {', '.join(others)})",
-              bool(others) and all(auc[alg] > auc[m] for m in others),
-              "; ".join(f"{m} {v:.3f}" for m, v in sorted(auc.items(), key=lambda kv: -kv[1]))),
-    ]
-    claims[0] = Claim(claims[0].claim, claims[0].passed, claims[0].detail + f" (all: {shown})")
-    return claims

@@ -389,6 +389,29 @@ class MnistGraph(MnistEmbedding):
         return EmpiricalGraph(self.n_nodes, self.edges, self.weights, clusters=self.node_cluster,
                               parallel_edges=self.spec.get("relation", "union") == "directed")
 
+    def edge_signs(self) -> np.ndarray:
+        """``(E,)`` the sign of every edge's row of the notebooks' incidence matrix in ours.
+
+        The notebooks build ``D`` from the k-NN rows: the edge that node ``i``'s row
+        chooses has ``+1`` at ``i`` and ``-1`` at the neighbour; :attr:`graph` has ``+1``
+        at the smaller endpoint.  With ``relation: directed`` the edges are stored in row
+        order, ``k`` per node (:func:`~networkedfl.graphs.knn_graph`), so the source of
+        edge ``e`` is ``e // k``: the sign is ``+1`` where it is the smaller endpoint and
+        ``-1`` otherwise.  An undirected graph (``relation: union``) has no sources: all
+        ``+1``.  Only an iteration whose duals start away from zero sees the difference
+        (``dual_init: weights``): flipping the sign of an edge's row and of its dual
+        leaves Algorithm 1 unchanged.
+        """
+        signs = np.ones(len(self.edges))
+        if self.spec.get("relation", "union") != "directed":
+            return signs
+        k = int(self.spec.get("neighbours", 4))
+        source = np.repeat(np.arange(self.n_nodes), k)
+        if len(self.edges) != self.n_nodes * k or not np.all((self.edges == source[:, None]).any(axis=1)):
+            raise ValueError(f"graph {self.name}: the edges are not the {k} k-NN rows of each node in order")
+        signs[self.edges[:, 0] != source] = -1.0
+        return signs
+
     def local_labels(self, digits: np.ndarray) -> np.ndarray:
         """Digits ``(n, m)`` of the nodes' images mapped to their position in the node's cluster."""
         pairs = self.clusters[self.node_cluster]  # (n, k)

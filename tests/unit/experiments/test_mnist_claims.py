@@ -1,0 +1,144 @@
+"""The claims of the GTV MNIST targets (Figs. 5-7, Table II, the step scan, the MNIST
+ablation) on constructed tables: a clear effect holds, the reversed one fails, one inside
+the seed-to-seed noise is inconclusive, and the per-seed statistics are what they say."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
+from networkedfl.experiments.gtv.mnist import PAPER_TABLE2
+from networkedfl.experiments.gtv.mnist_claims import (
+    accuracy_at,
+    area_under_curves,
+    mnist_ablation_claims,
+    mnist_lambda_claims,
+    mnist_method_claims,
+    mnist_table2_claims,
+    step_scan_claims,
+)
+
+LAST = 9
+PARAMS = {"plot_iterations": LAST + 1}
+
+
+def curves(finals: dict[str, list[float]], *, key: str = "method", iterations: int = LAST + 1) -> pd.DataFrame:
+    """Accuracy rows rising linearly from 0.5 to each seed's final value (one list per curve)."""
+    rows = []
+    for curve, per_seed in finals.items():
+        for seed, end in enumerate(per_seed):
+            for it in range(iterations):
+                value = 0.5 + (end - 0.5) * it / (iterations - 1)
+                method = curve if key == "method" else "primal_dual"
+                rows.append({"method": method, "algorithm": "primal_dual" if method == "primal_dual" else method,
+                             "seed": seed, "lam": curve if key == "lam" else np.nan, "iteration": it,
+                             "metric": "accuracy", "value": value})
+    return pd.DataFrame(rows)
+
+
+def verdicts(claims):
+    return [c.verdict for c in claims]
+
+
+NOISE = [0.0, 0.03, -0.03, 0.02, -0.02]
+
+
+def test_accuracy_at_and_area_are_per_seed_statistics():
+    table = curves({"primal_dual": [0.9, 0.8], "ifca": [0.7, 0.6]})
+    at = accuracy_at(table, LAST)
+    assert at.loc[1, "primal_dual"] == pytest.approx(0.8) and at.loc[0, "ifca"] == pytest.approx(0.7)
+    auc = area_under_curves(table, LAST)
+    # a straight line from 0.5 to v over 0..LAST has area LAST * (0.5 + v) / 2
+    assert auc.loc[0, "primal_dual"] == pytest.approx(LAST * (0.5 + 0.9) / 2)
+    assert area_under_curves(table, LAST + 5).empty  # no curve reaches that far
+
+
+@pytest.mark.parametrize(("alg", "expected"), [(0.95, HOLDS), (0.70, FAILS), (0.80, INCONCLUSIVE)])
+def test_method_claims_decide_from_paired_seeds(alg, expected):
+    seeds = 5
+    finals = {"primal_dual": [alg + d for d in NOISE[:seeds]],
+              "ifca": [0.80 - d for d in NOISE[:seeds]], "local_sgd": [0.75] * seeds}
+    claims = mnist_method_claims(curves(finals), PARAMS, baselines=("ifca", "local_sgd"))
+    assert verdicts(claims) == [expected, expected]
+    assert claims[0].n_seeds == seeds and claims[0].interval.startswith("t, ")
+    assert "at least IFCA's, and above local SGD's" in claims[0].claim
+
+
+def test_a_method_claim_fails_on_one_clearly_failing_baseline_even_if_another_holds():
+    finals = {"primal_dual": [0.9 + d / 3 for d in NOISE], "ifca": [0.95 + d / 3 for d in NOISE],
+              "pfedme": [0.6 + d / 3 for d in NOISE]}
+    claims = mnist_method_claims(curves(finals), PARAMS, baselines=("ifca", "pfedme"))
+    assert claims[0].verdict == FAILS and claims[0].effect < 0
+
+
+def test_one_seed_is_inconclusive_without_a_noise_estimate():
+    claims = mnist_method_claims(curves({"primal_dual": [0.99], "ifca": [0.5]}), PARAMS, baselines=("ifca",))
+    assert verdicts(claims) == [INCONCLUSIVE, INCONCLUSIVE]
+
+
+def lambda_table(finals: dict[float, list[float]], spread: list[float], duals: list[float]) -> pd.DataFrame:
+    table = curves(finals, key="lam")
+    extra = [{"method": "primal_dual", "algorithm": "primal_dual", "seed": s, "lam": lam, "iteration": np.nan,
+              "metric": metric, "value": value}
+             for lam in finals for s in range(len(spread))
+             for metric, value in (("relative_spread", spread[s] if lam == max(finals) else 1.0),
+                                   ("max_abs_dual", duals[s] if lam == min(finals) else 1.0))]
+    return pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
+
+
+def test_lambda_claims_compare_the_final_iteration_and_check_every_seed():
+    good = lambda_table({0.0: [0.90 + d for d in NOISE], 1.0: [0.97 + d / 3 for d in NOISE],
+                         1e4: [0.93 - d / 3 for d in NOISE]}, [0.01] * 5, [0.0] * 5)
+    claims = mnist_lambda_claims(good, {})
+    assert verdicts(claims) == [HOLDS, HOLDS, HOLDS]
+    assert f"iteration {LAST}" in claims[0].claim and "lambda = 1 exceeds lambda = 0" in claims[0].claim
+    # one seed not fused, one seed with a non-zero dual: each every-seed property fails
+    bad = lambda_table({0.0: [0.97] * 5, 1.0: [0.90 + d for d in NOISE], 1e4: [0.93] * 5},
+                       [0.01, 0.01, 0.2, 0.01, 0.01], [0.0, 0.0, 0.0, 0.0, 0.7])
+    assert verdicts(mnist_lambda_claims(bad, {})) == [FAILS, FAILS, FAILS]
+
+
+def test_table2_claims_are_exact_checks_of_the_graph_clusters():
+    def table(pairs):
+        rows = [{"cluster": f"C{c + 1}", "source": "paper", "metric": "digits", "value": ", ".join(map(str, p))}
+                for c, p in enumerate(PAPER_TABLE2)]
+        rows += [{"cluster": f"C{c + 1}", "source": "graph", "metric": "digits", "value": ", ".join(map(str, p))}
+                 for c, p in enumerate(pairs)]
+        return pd.DataFrame(rows)
+
+    ok = mnist_table2_claims(table(PAPER_TABLE2), {})
+    assert verdicts(ok) == [HOLDS] * 3 and all(c.interval.startswith("exact") for c in ok)
+    swapped = ((0, 1), (2, 3), (4, 5), (6, 8), (7, 9))
+    assert verdicts(mnist_table2_claims(table(swapped), {})) == [HOLDS, HOLDS, FAILS]
+    assert verdicts(mnist_table2_claims(table(PAPER_TABLE2[:4]), {}))[0] == FAILS
+
+
+def test_step_scan_needs_some_scale_to_reach_the_reference_at_the_bonferroni_level():
+    params = {**PARAMS, "reference_accuracy": 0.95,
+              "methods": {"c_1": {"step_scale": 1.0}, "c_100": {"step_scale": 100.0}}}
+    reached = curves({"c_1": [0.7 + d for d in NOISE], "c_100": [0.98 + d / 5 for d in NOISE]})
+    claims = step_scan_claims(reached, params)
+    assert verdicts(claims) == [HOLDS, HOLDS] and claims[0].kind == "diagnostic"
+    short = curves({"c_1": [0.7 + d for d in NOISE], "c_100": [0.8 + d for d in NOISE]})
+    assert step_scan_claims(short, params)[0].verdict == FAILS
+    assert step_scan_claims(short.assign(method="c_1"), params)[1].verdict == FAILS  # a scale did not run
+
+
+def ablation_table(published: list[float], prox: list[float], paper: list[float]) -> pd.DataFrame:
+    parts = []
+    for switch, finals in (("published", published), ("methods.primal_dual.prox_scale", prox), ("paper", paper)):
+        parts.append(curves({"primal_dual": finals}).assign(case="fig06", switch=switch))
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_ablation_checks_are_diagnostics_on_paired_seeds():
+    case = {"methods": {"primal_dual": {}}, "variants": {"published": {"methods": {"primal_dual": {
+        "prox_scale": 0.0}}}}}
+    params = {"cases": {"fig06": case}}
+    table = ablation_table([0.95 + d / 3 for d in NOISE], [0.7 + d for d in NOISE], [0.72 + d for d in NOISE])
+    claims = mnist_ablation_claims(table, params)
+    assert verdicts(claims) == [HOLDS, HOLDS, HOLDS] and {c.kind for c in claims} == {"diagnostic"}
+    same = ablation_table([0.9 + d for d in NOISE], [0.9 - d for d in NOISE], [0.9 - d for d in NOISE])
+    assert verdicts(mnist_ablation_claims(same, params))[1:] == [INCONCLUSIVE, INCONCLUSIVE]
+    missing = table[table["switch"] != "methods.primal_dual.prox_scale"]
+    assert mnist_ablation_claims(missing, params)[0].verdict == FAILS
