@@ -138,6 +138,36 @@ MUTATIONS = [
         "[] + ",
         ("tests/unit/pipeline/test_config.py",),
     ),
+    Mutation(
+        "unquoted_script_interpreter", "Snakemake's script jobs run their interpreter's path unquoted",
+        "workflow/rules/common.smk",
+        "quote_script_interpreter()\n",
+        "",
+        ("tests/unit/pipeline/test_checkout_paths.py::test_the_script_interpreter_is_one_quoted_word",),
+    ),
+    Mutation(
+        "unquoted_interpreter_in_a_checkout", "the same, in a hostile checkout installed as the README says",
+        "workflow/rules/common.smk",
+        "quote_script_interpreter()\n",
+        "",
+        ("tests/integration/test_checkout_paths.py",),
+        slow=True,
+    ),
+    Mutation(
+        "html_by_shell", "a rule calls a console script through shell: instead of running a Python script",
+        "workflow/rules/reports.smk",
+        '    script:\n        "../scripts/render_html.py"\n',
+        '    shell:\n        "jupyter nbconvert --to html --stdout {input:q} > {output:q}.tmp 2> {log:q}"\n'
+        '        " && mv {output:q}.tmp {output:q}"\n',
+        ("tests/unit/pipeline/test_checkout_paths.py::test_every_rule_runs_a_python_script_and_no_shell_command",),
+    ),
+    Mutation(
+        "ci_pip_launcher", ".ci/run installs through .venv/bin/pip, pip's /bin/sh launcher",
+        ".ci/run",
+        ".venv/bin/python -m pip install",
+        ".venv/bin/pip install",
+        ("tests/unit/pipeline/test_checkout_paths.py::test_ci_run_works_from_a_checkout_whose_path_has_spaces_quotes_and_a_substitution",),
+    ),
 ]
 
 

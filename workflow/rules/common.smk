@@ -20,7 +20,7 @@ from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
 from networkedfl.pipeline.config import read_yaml, type_command_line_values, validate_config
 from networkedfl.io import Paths
-from networkedfl.pipeline.environment import put_interpreter_on_path, put_package_on_pythonpath
+from networkedfl.pipeline.environment import put_package_on_pythonpath, quote_script_interpreter
 from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_settings, tuning_specs
 from networkedfl.pipeline.provenance import SUFFIX as PROVENANCE
 from networkedfl.pipeline.provenance import code_hash, module_closure, notebook_modules, target_modules
@@ -59,9 +59,15 @@ type_command_line_values(config, _COMMAND_LINE)
 # --config values as the overlay file that sets them).
 validate_config(config, workflow.source_path("../schemas/config.schema.yaml"), command_line=_COMMAND_LINE)
 
-# Shell rules call papermill and jupyter, installed beside the interpreter running Snakemake
-# (e.g. .venv/bin): an unactivated venv works too.
-put_interpreter_on_path()
+# Any checkout path: every rule's action is a Python script (`script: "../scripts/<x>.py"`),
+# never `shell:`, `run:` or `notebook:`, and Snakemake runs it as `<interpreter> <script>`
+# with the interpreter quoted here (Snakemake leaves it unquoted, snakemake/snakemake#2645:
+# a checkout under "/a b/" would fail and one under "/$(cmd)/" run cmd). Scripts call tools
+# through their Python APIs (papermill, nbconvert), never through the console scripts pip
+# writes, whose /bin/sh launchers expand "$(...)" in the path. A new or restructured rule
+# gets this by being a script rule; tests/unit/pipeline/test_checkout_paths.py fails for a
+# rule with any other action.
+quote_script_interpreter()
 
 PATHS = Paths()
 #: Priority of the jobs that many others wait on (downloads, the MNIST graph stages):

@@ -1,11 +1,6 @@
 # Plotting and reports: each target's notebook is executed by papermill on the target's
-# table and claims (no experiment reruns) and rendered to HTML.
-
-# every path quoted ({...:q}): checkouts may live under paths with spaces or shell characters
-PAPERMILL = (
-    "papermill --no-progress-bar -f {input.params:q} {input.notebook:q} {output.notebook:q}.tmp.ipynb"
-    " > {log:q} 2>&1 && mv {output.notebook:q}.tmp.ipynb {output.notebook:q}"
-)
+# table and claims (no experiment reruns) and rendered to HTML, both through their Python
+# APIs in script jobs (common.smk: every rule is a script rule, whatever the checkout's path).
 
 
 rule notebook_parameters:
@@ -54,8 +49,8 @@ rule render_figure_notebook:
         code=notebook_code_version,
     wildcard_constraints:
         target=_alternation(FIGURE_TARGETS),
-    shell:
-        PAPERMILL
+    script:
+        "../scripts/render_notebook.py"
 
 
 rule render_table_notebook:
@@ -74,8 +69,8 @@ rule render_table_notebook:
         code=notebook_code_version,
     wildcard_constraints:
         target=_alternation(TABLE_TARGETS),
-    shell:
-        PAPERMILL
+    script:
+        "../scripts/render_notebook.py"
 
 
 rule render_html:
@@ -89,9 +84,8 @@ rule render_html:
         caption=report_caption,
     conda:
         CONDA_ENV
-    shell:
-        "jupyter nbconvert --to html --stdout {input:q} > {output:q}.tmp 2> {log:q}"
-        " && mv {output:q}.tmp {output:q}"
+    script:
+        "../scripts/render_html.py"
 
 
 # Claims at a glance and the index page over every configured target.
