@@ -186,3 +186,82 @@ def test_a_missing_tuning_table_and_sidecar_are_rebuilt_by_a_plain_run(repo, tmp
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     _assert_same(workdir, before)
     _up_to_date(repo, workdir, TUNED_TARGET)
+
+
+@pytest.mark.parametrize("when", ["edited", "damaged-in-place"])
+def test_a_raw_output_that_is_not_what_its_sidecar_records_is_refused_and_the_command_rebuilds_it(
+        repo, raw_built, tmp_path, when):
+    """Edited (newer than the table: the table job reruns and refuses it) or damaged in
+    place (its time kept: the run stops before any job): the file, what is wrong and the
+    command, which rebuilds it (issue 37 item 3)."""
+    workdir = _copy(raw_built, tmp_path)
+    before = _results(workdir)
+    raw = workdir / "results" / "raw" / RAW_TARGET / "all.csv"
+    stamp = raw.stat().st_mtime_ns
+    text = raw.read_text()
+    raw.unlink()  # a hard link with .previous/: damage the output alone
+    raw.write_text(text.replace("e-", "e+", 1))
+    if when == "damaged-in-place":
+        os.utime(raw, ns=(stamp, stamp))
+    proc = _snakemake(repo, workdir, RAW_TARGET)
+    out = proc.stdout + proc.stderr
+    if when == "edited":
+        out += "".join(p.read_text() for p in (workdir / "logs" / "tables").glob("*.log"))
+    assert proc.returncode != 0
+    assert f"results/raw/{RAW_TARGET}/all.csv: " in out and "SHA-256" in out, out[-3000:]
+    command = _repair_command(out)
+    repaired = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                              env=_env())
+    assert repaired.returncode == 0, repaired.stdout[-2000:] + repaired.stderr[-3000:]
+    _assert_same(workdir, before)
+    _up_to_date(repo, workdir, RAW_TARGET)
+
+
+def test_every_output_a_reader_uses_has_a_sidecar_that_names_its_bytes(graph_built, raw_built):
+    """Claims, figures, executed notebooks, pages and the three graph cache stages (issue 37
+    item 6), besides raw outputs and tables: each sidecar names the package, the code hash
+    and the output's size and SHA-256."""
+    import hashlib
+    import json
+
+    outputs = [*(graph_built / stage for stage in STAGES)]
+    for workdir, target in ((graph_built, GRAPH_TARGET), (raw_built, RAW_TARGET)):
+        outputs += [workdir / f"results/claims/{target}.json", workdir / f"results/reports/{target}.ipynb",
+                    workdir / f"results/reports/{target}.html", workdir / f"results/tables/{target}.csv"]
+    outputs += [raw_built / f"results/figures/{RAW_TARGET}.{ext}" for ext in ("pdf", "png")]
+    for output in outputs:
+        record = json.loads(Path(f"{output}.provenance.json").read_text())
+        assert record["package"] == "networkedfl" and record["code_hash"], output
+        assert record["output"] == {"bytes": output.stat().st_size,
+                                    "sha256": hashlib.sha256(output.read_bytes()).hexdigest()}, output
+
+
+def _file_size_limit(limit):
+    """In the child: writes past ``limit`` bytes fail (EFBIG), as on a full disk."""
+    def apply():
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an error from write(), not a signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_a_write_that_fails_names_the_last_good_output_and_loses_nothing(repo, raw_built, tmp_path):
+    """The HTML page rebuilt on a device that takes no more than 64 KiB per file (its page is
+    larger): the job fails naming where the last good page is kept, which is the earlier page
+    byte for byte; a plain run on a device with room rebuilds everything as it was."""
+    workdir = _copy(raw_built, tmp_path)
+    page = workdir / "results" / "reports" / f"{RAW_TARGET}.html"
+    assert page.stat().st_size > 64 * 1024
+    good_page, before = page.read_bytes(), _results(workdir)
+    proc = subprocess.run(_command(repo, workdir, RAW_TARGET, "--forcerun", f"results/reports/{RAW_TARGET}.html"),
+                          capture_output=True, text=True, timeout=900, env=_env(),
+                          preexec_fn=_file_size_limit(64 * 1024))
+    log = (workdir / "logs" / "html" / f"{RAW_TARGET}.log").read_text()
+    assert proc.returncode != 0
+    kept = f"results/reports/.previous/{RAW_TARGET}.html"
+    assert "File too large" in log and f"the last good results/reports/{RAW_TARGET}.html is kept at {kept}" in log, log
+    assert (workdir / kept).read_bytes() == good_page
+    again = _snakemake(repo, workdir, RAW_TARGET)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
+    _assert_same(workdir, before)
