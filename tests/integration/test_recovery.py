@@ -28,8 +28,9 @@ STAGES = ("results/cache/mnist_tsne/five_clusters.npz", "results/cache/mnist_kl/
 LABELS = "data/raw/mnist/train-labels-idx1-ubyte.gz"
 RAW_TARGET = "gtv_fig13_star_lambda"
 TUNED_TARGET = "fedrelax_fig01c_baselines"  # one tuning job, one run job
-#: Outputs that hold timestamps (executed notebooks, pages, PDF metadata) or name them.
-UNSTABLE = (".ipynb", ".html", ".pdf", ".png")
+#: Outputs that hold timestamps (executed notebooks, pages, PDF metadata), or the working
+#: directory's absolute path (a notebook's parameters).
+UNSTABLE = (".ipynb", ".html", ".pdf", ".png", ".params.yaml")
 
 
 def _env(**extra):
@@ -71,10 +72,11 @@ def _built(repo, tmp_path_factory, target):
 
 
 def _copy(built, tmp_path):
-    """A copy of a built working directory (times kept, so nothing looks changed)."""
-    workdir = tmp_path / "work"
-    shutil.copytree(built, workdir, symlinks=True)
-    return workdir
+    """A copy of a built working directory (times kept, so nothing looks changed), as deep
+    below the file system's root as the original: the notebook input's path relative to it
+    (the rules' only path that leaves the working directory) stays the same."""
+    shutil.copytree(built, tmp_path, symlinks=True, dirs_exist_ok=True)
+    return tmp_path
 
 
 def _repair_command(out):
@@ -103,7 +105,14 @@ def test_a_missing_intermediate_is_rebuilt_by_a_plain_run(repo, graph_built, tmp
     before = _results(workdir)
     for name in missing:
         (workdir / name).unlink()
-    proc = _snakemake(repo, workdir, GRAPH_TARGET)
+    if GRAPH in missing:  # run outside the pipeline, the job names the command that builds it
+        from networkedfl.pipeline.config import load_config
+        from networkedfl.pipeline.runner import run_setting
+
+        config = load_config(repo / "config" / "config.yaml", repo / "config" / "test.yaml")
+        with pytest.raises(FileNotFoundError, match=f"{GRAPH}.*`snakemake {GRAPH_TARGET}`"):
+            run_setting(config, GRAPH_TARGET, "all", [0], {"graph": str(workdir / GRAPH)})
+    proc = _snakemake(repo, workdir, GRAPH_TARGET)  # that command, with this run's config files
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     _assert_same(workdir, before)
     _up_to_date(repo, workdir, GRAPH_TARGET)

@@ -40,6 +40,9 @@ rule render_figure_notebook:
             caption="../report/figure.rst",
             category="{target}",
         ),
+        notebook_provenance=PATHS.executed_notebook() + PROVENANCE,
+        pdf_provenance=PATHS.figure(ext="pdf") + PROVENANCE,
+        png_provenance=PATHS.figure(ext="png") + PROVENANCE,
     log:
         PATHS.log("notebooks", "{target}"),
     conda:
@@ -61,6 +64,7 @@ rule render_table_notebook:
         claims=PATHS.claims(),
     output:
         notebook=PATHS.executed_notebook(),
+        notebook_provenance=PATHS.executed_notebook() + PROVENANCE,
     log:
         PATHS.log("notebooks", "{target}"),
     conda:
@@ -78,10 +82,12 @@ rule render_html:
         PATHS.executed_notebook(),
     output:
         report(PATHS.report(), caption="../report/notebook.rst", category="{target}"),
+        provenance=PATHS.report() + PROVENANCE,
     log:
         PATHS.log("html", "{target}"),
     params:
         caption=report_caption,
+        code=notebook_code_version,
     conda:
         CONDA_ENV
     script:
@@ -96,12 +102,14 @@ rule claims_summary:
         claims=expand(PATHS.claims(), target=TARGETS),
     output:
         PATHS.claims_summary(),
+        provenance=PATHS.claims_summary() + PROVENANCE,
     log:
         PATHS.log("summary", "claims_summary"),
     conda:
         CONDA_ENV
     params:
         targets=TARGETS,
+        code=summary_code_version,
     localrule: True
     script:
         "../scripts/summarize_claims.py"

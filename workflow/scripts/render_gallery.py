@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-import _logging  # noqa: E402
+import _job  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from networkedfl.io import atomic_write  # noqa: E402
@@ -18,7 +18,7 @@ from networkedfl.pipeline.summary import (  # noqa: E402
     tuning_markdown,
 )
 
-log = _logging.setup(snakemake.log[0])  # noqa: F821
+log = _job.start(snakemake, keeps_previous=False)  # noqa: F821
 for source, image in zip(snakemake.input.figures, snakemake.output.images, strict=True):  # noqa: F821
     atomic_write(image, lambda tmp, source=source: shutil.copyfile(source, tmp))
 claims = {target: json.loads(Path(path).read_text(encoding="utf-8"))

@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..io import CorruptArtefactError
 from .catalog import DATASETS, Dataset
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "checksum_problem",
     "file_digests",
     "raw_file_entry",
+    "raw_file_problem",
     "record_verified",
     "sidecar",
     "verify_file",
@@ -47,8 +49,9 @@ _SIDECAR_SUFFIX = ".verified"
 RACY_SECONDS = 2.0
 
 
-class ChecksumError(ValueError):
-    """A dataset file no longer has the checksum of the copy that was downloaded."""
+class ChecksumError(CorruptArtefactError):
+    """A dataset file no longer has the checksum of the copy that was downloaded; the message
+    names the command that fetches a verified copy again and rebuilds what read it."""
 
 
 def file_digests(path: str | os.PathLike) -> tuple[str, str]:
@@ -142,6 +145,20 @@ def raw_file_entry(path: str | os.PathLike) -> tuple[Dataset, str] | None:
     return dataset, path.name
 
 
+def raw_file_problem(path: str | os.PathLike) -> str | None:
+    """Why the downloaded dataset file at ``path`` is not the verified copy, or ``None``
+    (also when ``path`` is not ``.../raw/<dataset>/<file>`` of the catalog, or missing)."""
+    entry = raw_file_entry(path)
+    if entry is None or not Path(path).is_file():
+        return None  # the reader reports a missing file in its own words
+    dataset, name = entry
+    problem = verify_file(path, dataset.sha256[name], dataset.md5.get(name), dataset.sizes.get(name), cache=True)
+    if problem is None:
+        return None
+    return (f"does not match its checksum: {problem}, expected SHA-256 {dataset.sha256[name]} "
+            f"(networkedfl.datasets.catalog): it changed after it was downloaded and verified")
+
+
 def check_raw_file(path: str | os.PathLike) -> None:
     """Check a downloaded dataset file against the catalog before it is read.
 
@@ -151,18 +168,10 @@ def check_raw_file(path: str | os.PathLike) -> None:
     ------
     ChecksumError
         If the file differs from the verified download (edited, truncated, replaced); the
-        message names the file, the checksum expected and found, and how to recover.
+        message names the file, the checksum expected and found, and the command that
+        fetches a verified copy and rebuilds everything made from it (the run's own
+        command with ``--forcerun <file>``).
     """
-    entry = raw_file_entry(path)
-    if entry is None or not Path(path).is_file():
-        return  # the reader reports a missing file in its own words
-    dataset, name = entry
-    problem = verify_file(path, dataset.sha256[name], dataset.md5.get(name), dataset.sizes.get(name), cache=True)
+    problem = raw_file_problem(path)
     if problem is not None:
-        raise ChecksumError(
-            f"{path} does not match its checksum: {problem}, expected SHA-256 "
-            f"{dataset.sha256[name]} (networkedfl.datasets.catalog). The file changed after it was "
-            f"downloaded and verified. Delete it and rerun the download, which fetches a verified "
-            f"copy of this file only: rm '{path}', then snakemake --cores 1 download_{dataset.name} "
-            "(or any target that reads it)."
-        )
+        raise ChecksumError({path: problem})

@@ -163,7 +163,7 @@ def test_a_damaged_last_good_tuning_copy_is_named_and_ignored(tmp_path, caplog):
     kept.write_text(out.read_text()[:-8])
     with caplog.at_level(logging.WARNING):
         assert read_previous_tuning(kept) is None
-    assert str(kept) in caplog.text and "SHA-256" in caplog.text and "every point runs again" in caplog.text
+    assert str(kept) in caplog.text and "provenance sidecar" in caplog.text and "every point runs again" in caplog.text
 
 
 def test_the_repair_command_is_the_run_s_own_command_quoted(monkeypatch, tmp_path):
