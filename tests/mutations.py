@@ -257,6 +257,52 @@ MUTATIONS = [
         ("tests/integration/test_recovery.py::test_a_write_that_fails_names_the_last_good_output_and_loses_nothing",),
         slow=True,
     ),
+    Mutation(
+        "duplicate_keys_allowed", "a key given twice in a config file: the last silently wins",
+        "src/networkedfl/pipeline/_yaml.py",
+        "                if key in first:\n",
+        "                if False:\n",
+        ("tests/unit/pipeline/test_config_bounds.py::test_a_key_given_twice_names_the_file_and_both_lines",
+         "tests/unit/pipeline/test_config_bounds.py::test_the_config_checker_refuses_a_key_given_twice"),
+    ),
+    Mutation(
+        "aliases_unbounded", "YAML aliases expand without bound",
+        "src/networkedfl/pipeline/_yaml.py",
+        "        if total > MAX_YAML_VALUES:\n",
+        "        if False:\n",
+        ("tests/unit/pipeline/test_config_bounds.py::test_an_alias_bomb_is_refused_before_it_is_expanded",),
+    ),
+    Mutation(
+        "repetitions_unbounded", "the schema has no maximum for repetitions",
+        "workflow/schemas/config.schema.yaml",
+        "  repetitions: {type: integer, minimum: 1, maximum: 1000, description: number of repetition seeds}\n",
+        "  repetitions: {type: integer, minimum: 1, description: number of repetition seeds}\n",
+        ("tests/unit/pipeline/test_config_bounds.py::test_a_count_over_its_maximum_names_the_key_and_the_limit",
+         "tests/unit/pipeline/test_config_bounds.py::test_every_integer_of_the_schema_has_a_maximum"),
+    ),
+    Mutation(
+        "grids_unbounded", "grids of any number of points pass",
+        "src/networkedfl/pipeline/config.py",
+        "        lines = _grid_errors(config.get(\"experiments\") or {}, \"config['experiments']\")\n",
+        "        lines = []\n",
+        ("tests/unit/pipeline/test_config_bounds.py::test_a_tuning_grid_over_the_point_limit_is_named", "tests/unit/pipeline/test_config_bounds.py::test_a_sweep_grid_over_the_point_limit_is_named"),
+    ),
+    Mutation(
+        "overlays_read_by_snakemake_only", "overlays are not read again strictly (Snakemake keeps the last key)",
+        "workflow/rules/common.smk",
+        "    read_yaml(_overlay)\n",
+        "    pass\n",
+        ("tests/integration/test_config_errors.py::test_a_key_given_twice_in_an_overlay_or_on_the_command_line_stops_the_run",),
+        slow=True,
+    ),
+    Mutation(
+        "command_line_unchecked", "--config entries are not checked for keys given twice",
+        "workflow/rules/common.smk",
+        "    check_command_line(sys.argv)\n",
+        "    pass\n",
+        ("tests/integration/test_config_errors.py::test_a_key_given_twice_in_an_overlay_or_on_the_command_line_stops_the_run",),
+        slow=True,
+    ),
 ]
 
 

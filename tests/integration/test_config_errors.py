@@ -146,3 +146,13 @@ def test_an_alias_bomb_overlay_is_refused_before_it_is_expanded(repo, tmp_path):
     proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), str(bomb), preexec_fn=limit)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and str(bomb) in out and "alias" in out, out[-3000:]
+    # the same document as a --config value (flow style): refused naming the entry
+    value = yaml.safe_load(bomb.read_text())["experiments"]  # shares its lists: not expanded
+    lines = bomb.read_text().splitlines()[3:]
+    flow = "experiments={gtv_fig13_star_lambda: {lam_range: [" + ", ".join(
+        "{" + line.strip()[2:] + "}" for line in lines) + "]}}"
+    assert value and len(flow) < 1000
+    proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), "--config", flow,
+                    preexec_fn=limit)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "--config experiments=" in out and "alias" in out, out[-3000:]

@@ -19,7 +19,7 @@ from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
 from networkedfl.io import CorruptArtefactError, record_command
-from networkedfl.pipeline.config import read_yaml, type_command_line_values, validate_config
+from networkedfl.pipeline.config import check_command_line, read_yaml, type_command_line_values, validate_config
 from networkedfl.io import Paths
 from networkedfl.pipeline.environment import put_package_on_pythonpath, quote_script_interpreter
 from networkedfl.pipeline.runner import job_inputs, job_params, job_settings, seeds, tuning_settings, tuning_specs
@@ -27,9 +27,16 @@ from networkedfl.pipeline.integrity import check_artefacts
 from networkedfl.pipeline.provenance import SUFFIX as PROVENANCE
 from networkedfl.pipeline.provenance import code_hash, module_closure, notebook_modules, target_modules
 
-# The main config, read here rather than in the Snakefile so that a YAML syntax error in it
-# is named with its file, line and column (Snakemake's own message names neither).
+# The main config and the overlays (--configfile, a profile's configfile), read here as the
+# config is read (networkedfl.pipeline.config.read_yaml): a YAML syntax error, a key given
+# twice (Snakemake's loader keeps the last silently) or aliases that expand without bound
+# stop the run, named with the file, line and column; so do --config entries that give a
+# key twice. Before any walk over the config (the schema, the DAG) expands it.
 read_yaml(os.path.join(workflow.basedir, "config", "config.yaml"))
+for _overlay in workflow.config_settings.configfiles if workflow.config_settings is not None else ():
+    read_yaml(_overlay)
+if workflow.is_main_process:
+    check_command_line(sys.argv)
 
 
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
