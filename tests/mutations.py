@@ -303,6 +303,14 @@ MUTATIONS = [
         ("tests/integration/test_config_errors.py::test_a_key_given_twice_in_an_overlay_or_on_the_command_line_stops_the_run",),
         slow=True,
     ),
+    Mutation(
+        "unsigned_verification_record", "a .verified record beside the data is trusted without its signature",
+        "src/networkedfl/datasets/verify.py",
+        "    return key is not None and hmac.compare_digest(str(record.get(\"hmac\", \"\")),\n",
+        "    return True or hmac.compare_digest(str(record.get(\"hmac\", \"\")),\n",
+        ("tests/unit/datasets/test_verify.py::test_a_record_rewritten_for_an_edited_file_does_not_make_it_pass",
+         "tests/unit/datasets/test_verify.py::test_a_record_made_with_another_key_is_not_trusted"),
+    ),
 ]
 
 
