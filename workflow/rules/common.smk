@@ -70,8 +70,8 @@ validate_config(config, workflow.source_path("../schemas/config.schema.yaml"), c
 
 # Any checkout path: every rule's action is a Python script (`script: "../scripts/<x>.py"`),
 # never `shell:`, `run:` or `notebook:`, and Snakemake runs it as `<interpreter> <script>`
-# with the interpreter quoted here (Snakemake leaves it unquoted, snakemake/snakemake#2645:
-# a checkout under "/a b/" would fail and one under "/$(cmd)/" run cmd). Scripts call tools
+# with the interpreter quoted here (Snakemake leaves it unquoted, snakemake/snakemake#2645: a
+# checkout whose path holds a space would fail, one holding $(cmd) would run cmd). Scripts call tools
 # through their Python APIs (papermill, nbconvert), never through the console scripts pip
 # writes, whose /bin/sh launchers expand "$(...)" in the path. A new or restructured rule
 # gets this by being a script rule; tests/unit/pipeline/test_checkout_paths.py fails for a
