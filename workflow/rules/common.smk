@@ -208,7 +208,8 @@ def target_outputs(target):
 
 def graph_stage_files(name):
     """The three cached stages of the MNIST graph ``name``, each with its sidecar."""
-    return [f for kind in STAGE_KINDS.values() for f in (PATHS.cache(kind, name), PATHS.cache(kind, name) + PROVENANCE)]
+    stages = [PATHS.cache(kind, name) for kind in STAGE_KINDS.values()]
+    return [f for stage in stages for f in (stage, stage + PROVENANCE)]
 
 
 def _files(inputs):
@@ -254,7 +255,9 @@ def checked_target_files(targets):
         try:
             check_artefacts(todo, finished=False, skip=settings.forcerun or ())
         except CorruptArtefactError as err:
-            raise WorkflowError(f"networkedfl: stopped before any job, files this run reads are corrupt:\n{err}") from None
+            raise WorkflowError(
+                f"networkedfl: stopped before any job, files this run reads are corrupt:\n{err}"
+            ) from None
         _CHECKED.update(todo)
     return intermediates
 
