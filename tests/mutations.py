@@ -150,7 +150,7 @@ MUTATIONS = [
         "workflow/rules/common.smk",
         "quote_script_interpreter()\n",
         "",
-        ("tests/integration/test_checkout_paths.py",),
+        ("tests/integration/test_hostile_checkout.py",),
         slow=True,
     ),
     Mutation(

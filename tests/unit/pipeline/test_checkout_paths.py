@@ -6,7 +6,7 @@ Snakemake builds a ``script:`` job's command with the interpreter's path unquote
 ``papermill``, ``jupyter``) run their interpreter through ``/bin/sh`` with its path in double
 quotes, where ``$(...)`` is expanded. So every rule runs a Python script, whose interpreter
 the workflow quotes (``networkedfl.pipeline.environment.quote_script_interpreter``), and no
-command calls a launcher. The checks here are fast; ``tests/integration/test_checkout_paths.py``
+command calls a launcher. The checks here are fast; ``tests/integration/test_hostile_checkout.py``
 installs the package into a hostile checkout as the README does and runs a target there.
 """
 
