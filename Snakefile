@@ -27,6 +27,7 @@ rule all:
     localrule: True
     input:
         all_outputs(),
+        lambda wildcards: checked_target_files(selected_targets()),
 
 
 onsuccess:

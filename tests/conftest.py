@@ -45,6 +45,16 @@ def copy_checkout(dest: Path, *extra: str) -> Path:
     return dest
 
 
+def alias_bomb(path: Path, levels: int = 9, width: int = 9) -> Path:
+    """A config overlay of 0.6 KB whose YAML aliases expand to ``width**levels``
+    values under ``lam_range`` of gtv_fig13_star_lambda (issue 37: a "billion laughs")."""
+    lines = ["x0: &x0 [" + ", ".join(["1.0"] * width) + "]"]
+    lines += [f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * width) + "]" for i in range(1, levels)]
+    path.write_text("experiments:\n  gtv_fig13_star_lambda:\n    lam_range:\n"
+                    + "".join(f"      - {line}\n" for line in lines))
+    return path
+
+
 @pytest.fixture(scope="session")
 def built(repo, tmp_path_factory) -> Path:
     """A scratch working directory in which `snakemake --cores 2` built the whole test

@@ -105,3 +105,54 @@ def test_snakemake_names_the_line_of_a_yaml_error_in_the_main_config(tmp_path):
     assert "config.yaml, line " in proc.stdout + proc.stderr, proc.stdout[-2000:]
     assert f"at line {at + 1}, column 7" in proc.stdout + proc.stderr  # where the list opened
     assert "not valid YAML" in proc.stdout + proc.stderr
+
+
+def _dry_run(repo, workdir, *args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "snakemake", "gtv_fig13_star_lambda", "-n", "--snakefile",
+                           str(repo / "Snakefile"), "--directory", str(workdir), *args],
+                          capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def test_a_key_given_twice_in_an_overlay_or_on_the_command_line_stops_the_run(repo, tmp_path):
+    """Issue 37 item 4: Snakemake reads overlays and --config itself, the last of two equal
+    keys winning; the run stops before any job, naming the file (or --config) and the lines."""
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("experiments:\n  gtv_fig13_star_lambda:\n    n_iter: 500\n    n_iter: 50\n")
+    proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), str(overlay))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and f"{overlay}, line 4" in out and "'n_iter'" in out, out[-3000:]
+    proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), "--config",
+                    "experiments={gtv_fig13_star_lambda: {n_iter: 500, n_iter: 50}}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "--config experiments=" in out and "'n_iter'" in out, out[-3000:]
+    proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), "--config", "seed=1",
+                    "seed=2")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "'seed'" in out and "--config" in out, out[-3000:]
+    assert not (tmp_path / "results").exists()
+
+
+def test_an_alias_bomb_overlay_is_refused_before_it_is_expanded(repo, tmp_path):
+    """0.6 KB whose aliases expand to 387 million values, given with --configfile: the run
+    stops before any job, naming the file and the limit, in a process allowed 2 GiB."""
+    import resource
+
+    from conftest import alias_bomb
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    bomb = alias_bomb(tmp_path / "bomb.yaml")
+    proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), str(bomb), preexec_fn=limit)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and str(bomb) in out and "alias" in out, out[-3000:]
+    # the same document as a --config value (flow style): refused naming the entry
+    value = yaml.safe_load(bomb.read_text())["experiments"]  # shares its lists: not expanded
+    lines = bomb.read_text().splitlines()[3:]
+    flow = "experiments={gtv_fig13_star_lambda: {lam_range: [" + ", ".join(
+        "{" + line.strip()[2:] + "}" for line in lines) + "]}}"
+    assert value and len(flow) < 1000
+    proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), "--config", flow,
+                    preexec_fn=limit)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "--config experiments=" in out and "alias" in out, out[-3000:]

@@ -36,6 +36,7 @@ rule mnist_tsne:
         mnist_train_files(),
     output:
         PATHS.cache(STAGE_KINDS["embedding"], "{graph}"),
+        provenance=PATHS.cache(STAGE_KINDS["embedding"], "{graph}") + PROVENANCE,
     log:
         PATHS.log("cache", "mnist_tsne/{graph}"),
     conda:
@@ -58,6 +59,7 @@ rule mnist_kl:
         PATHS.cache(STAGE_KINDS["embedding"], "{graph}"),
     output:
         PATHS.cache(STAGE_KINDS["divergences"], "{graph}"),
+        provenance=PATHS.cache(STAGE_KINDS["divergences"], "{graph}") + PROVENANCE,
     log:
         PATHS.log("cache", "mnist_kl/{graph}"),
     conda:
@@ -78,6 +80,7 @@ rule learn_mnist_graph:
         divergences=PATHS.cache(STAGE_KINDS["divergences"], "{graph}"),
     output:
         PATHS.cache(STAGE_KINDS["graph"], "{graph}"),
+        provenance=PATHS.cache(STAGE_KINDS["graph"], "{graph}") + PROVENANCE,
     log:
         PATHS.log("cache", "mnist_graph/{graph}"),
     conda:

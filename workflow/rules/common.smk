@@ -20,9 +20,11 @@ from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.papers import ordered_targets
 from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
-from networkedfl.pipeline.config import read_yaml, type_command_line_values, validate_config
+from networkedfl.io import CorruptArtefactError, record_command
+from networkedfl.pipeline.config import check_command_line, read_yaml, type_command_line_values, validate_config
 from networkedfl.io import Paths
-from networkedfl.pipeline.environment import put_interpreter_on_path, put_package_on_pythonpath
+from networkedfl.pipeline.environment import put_package_on_pythonpath, quote_script_interpreter
+from networkedfl.pipeline.integrity import check_artefacts
 from networkedfl.pipeline.runner import (
     group_params,
     job_groups,
@@ -37,9 +39,16 @@ from networkedfl.pipeline.provenance import SUFFIX as PROVENANCE
 from networkedfl.pipeline.provenance import code_hash, module_closure, notebook_modules, target_modules
 from networkedfl.pipeline.scheduling import coalesce_reevaluations
 
-# The main config, read here rather than in the Snakefile so that a YAML syntax error in it
-# is named with its file, line and column (Snakemake's own message names neither).
+# The main config and the overlays (--configfile, a profile's configfile), read here as the
+# config is read (networkedfl.pipeline.config.read_yaml): a YAML syntax error, a key given
+# twice (Snakemake's loader keeps the last silently) or aliases that expand without bound
+# stop the run, named with the file, line and column; so do --config entries that give a
+# key twice. Before any walk over the config (the schema, the DAG) expands it.
 read_yaml(os.path.join(workflow.basedir, "config", "config.yaml"))
+for _overlay in workflow.config_settings.configfiles if workflow.config_settings is not None else ():
+    read_yaml(_overlay)
+if workflow.is_main_process:
+    check_command_line(sys.argv)
 
 
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
@@ -71,9 +80,20 @@ type_command_line_values(config, _COMMAND_LINE)
 # --config values as the overlay file that sets them).
 validate_config(config, workflow.source_path("../schemas/config.schema.yaml"), command_line=_COMMAND_LINE)
 
-# Shell rules call papermill and jupyter, installed beside the interpreter running Snakemake
-# (e.g. .venv/bin): an unactivated venv works too.
-put_interpreter_on_path()
+# Any checkout path: every rule's action is a Python script (`script: "../scripts/<x>.py"`),
+# never `shell:`, `run:` or `notebook:`, and Snakemake runs it as `<interpreter> <script>`
+# with the interpreter quoted here (Snakemake leaves it unquoted, snakemake/snakemake#2645: a
+# checkout whose path holds a space would fail, one holding $(cmd) would run cmd). Scripts call tools
+# through their Python APIs (papermill, nbconvert), never through the console scripts pip
+# writes, whose /bin/sh launchers expand "$(...)" in the path. A new or restructured rule
+# gets this by being a script rule; tests/unit/pipeline/test_checkout_paths.py fails for a
+# rule with any other action.
+quote_script_interpreter()
+
+# The command of this run, for the repair commands that errors print (the run's own command
+# with --forcerun <file>); its jobs inherit it. Not in the processes a cluster job starts.
+if workflow.is_main_process:
+    record_command(sys.argv)
 
 # At most one pending scheduler re-evaluation timer (networkedfl.pipeline.scheduling: Snakemake
 # arms a new chain of them with every finished job while others wait for a core).
@@ -198,7 +218,8 @@ def notebook(wildcards):
 
 
 def target_outputs(target):
-    """Everything one target id promises: table, claims, report (and figure)."""
+    """Everything one target id promises: table, claims, report (and figure), each with its
+    provenance sidecar."""
     outputs = [
         PATHS.table(target),
         PATHS.claims(target),
@@ -207,7 +228,63 @@ def target_outputs(target):
     ]
     if get_experiment(target).has_figure:
         outputs += [PATHS.figure(target, "pdf"), PATHS.figure(target, "png")]
-    return outputs
+    return [f for output in outputs for f in (output, output + PROVENANCE)]
+
+
+def graph_stage_files(name):
+    """The three cached stages of the MNIST graph ``name``, each with its sidecar."""
+    stages = [PATHS.cache(kind, name) for kind in STAGE_KINDS.values()]
+    return [f for stage in stages for f in (stage, stage + PROVENANCE)]
+
+
+def _files(inputs):
+    return [f for value in inputs.values() for f in ([value] if isinstance(value, str) else value)]
+
+
+def target_intermediates(target):
+    """Every file a target's outputs are made from: the dataset files and graph cache stages
+    its jobs read, its jobs' raw and tuning outputs, with their sidecars.
+
+    The target rules (targets.smk) and `all` name them as inputs, so that one that is
+    missing is rebuilt by a plain run with everything made from it: Snakemake alone rebuilds
+    a missing intermediate only when a file made from it is rebuilt anyway."""
+    files = []
+    outputs = [(setting, PATHS.raw(target, setting)) for setting in job_settings(config, target)]
+    outputs += [(setting, PATHS.tuning(target, setting)) for setting in tuning_settings(config, target)]
+    graphs = Path(PATHS.cache(STAGE_KINDS["graph"], "x")).parent
+    for setting, output in outputs:
+        for path in _files(job_inputs(config, target, setting)):
+            if Path(path).parent == graphs:
+                files += mnist_train_files() + graph_stage_files(Path(path).stem)
+            else:
+                files.append(path)
+        files += [output, output + PROVENANCE]
+    return list(dict.fromkeys(files))
+
+
+#: Files checked before any job of this run (`checked_target_files`), each once.
+_CHECKED = set()
+
+
+def checked_target_files(targets):
+    """The intermediates of ``targets`` (their rules' inputs besides their outputs), after
+    checking every existing intermediate and output of theirs (networkedfl.pipeline.integrity):
+    a corrupt one stops the run before any job, naming it and the command that rebuilds it,
+    this run's own command with `--forcerun <file>` (files given to --forcerun, and every
+    file with --forceall, are rebuilt anyway and not checked). Called while Snakemake builds
+    the jobs (an input function), so `--unlock` and `--cleanup-metadata` never stop here."""
+    intermediates = [f for target in targets for f in target_intermediates(target)]
+    settings = workflow.dag_settings
+    if not settings.forceall:
+        todo = [f for f in intermediates + [f for t in targets for f in target_outputs(t)] if f not in _CHECKED]
+        try:
+            check_artefacts(todo, finished=False, skip=settings.forcerun or ())
+        except CorruptArtefactError as err:
+            raise WorkflowError(
+                f"networkedfl: stopped before any job, files this run reads are corrupt:\n{err}"
+            ) from None
+        _CHECKED.update(todo)
+    return intermediates
 
 
 def selected_targets():
@@ -248,7 +325,7 @@ def all_outputs():
     """Every selected target's outputs, plus the claims summary and index when all are built."""
     outputs = [path for target in selected_targets() for path in target_outputs(target)]
     if selected_targets() == TARGETS:
-        outputs += [PATHS.claims_summary(), PATHS.index()]
+        outputs += [PATHS.claims_summary(), PATHS.claims_summary() + PROVENANCE, PATHS.index()]
     return outputs
 
 
@@ -299,6 +376,11 @@ def code_version(wildcards):
 def notebook_code_version(wildcards):
     """Code a target's notebook imports (its figure and table functions)."""
     return _notebook_code(notebook(wildcards))
+
+
+def summary_code_version(wildcards):
+    """Code of the claims summary."""
+    return code_hash(module_closure(["networkedfl.pipeline.summary"], _PACKAGE_ROOT), _PACKAGE_ROOT)
 
 
 def mnist_graph_code_version(wildcards):

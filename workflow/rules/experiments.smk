@@ -75,6 +75,7 @@ rule evaluate_claims:
         table=PATHS.table(),
     output:
         PATHS.claims(),
+        provenance=PATHS.claims() + PROVENANCE,
     log:
         PATHS.log("claims", "{target}"),
     conda:

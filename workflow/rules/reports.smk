@@ -1,11 +1,6 @@
 # Plotting and reports: each target's notebook is executed by papermill on the target's
-# table and claims (no experiment reruns) and rendered to HTML.
-
-# every path quoted ({...:q}): checkouts may live under paths with spaces or shell characters
-PAPERMILL = (
-    "papermill --no-progress-bar -f {input.params:q} {input.notebook:q} {output.notebook:q}.tmp.ipynb"
-    " > {log:q} 2>&1 && mv {output.notebook:q}.tmp.ipynb {output.notebook:q}"
-)
+# table and claims (no experiment reruns) and rendered to HTML, both through their Python
+# APIs in script jobs (common.smk: every rule is a script rule, whatever the checkout's path).
 
 
 rule notebook_parameters:
@@ -45,6 +40,9 @@ rule render_figure_notebook:
             caption="../report/figure.rst",
             category="{target}",
         ),
+        notebook_provenance=PATHS.executed_notebook() + PROVENANCE,
+        pdf_provenance=PATHS.figure(ext="pdf") + PROVENANCE,
+        png_provenance=PATHS.figure(ext="png") + PROVENANCE,
     log:
         PATHS.log("notebooks", "{target}"),
     conda:
@@ -54,8 +52,8 @@ rule render_figure_notebook:
         code=notebook_code_version,
     wildcard_constraints:
         target=_alternation(FIGURE_TARGETS),
-    shell:
-        PAPERMILL
+    script:
+        "../scripts/render_notebook.py"
 
 
 rule render_table_notebook:
@@ -66,6 +64,7 @@ rule render_table_notebook:
         claims=PATHS.claims(),
     output:
         notebook=PATHS.executed_notebook(),
+        notebook_provenance=PATHS.executed_notebook() + PROVENANCE,
     log:
         PATHS.log("notebooks", "{target}"),
     conda:
@@ -74,8 +73,8 @@ rule render_table_notebook:
         code=notebook_code_version,
     wildcard_constraints:
         target=_alternation(TABLE_TARGETS),
-    shell:
-        PAPERMILL
+    script:
+        "../scripts/render_notebook.py"
 
 
 rule render_html:
@@ -83,15 +82,16 @@ rule render_html:
         PATHS.executed_notebook(),
     output:
         report(PATHS.report(), caption="../report/notebook.rst", category="{target}"),
+        provenance=PATHS.report() + PROVENANCE,
     log:
         PATHS.log("html", "{target}"),
     params:
         caption=report_caption,
+        code=notebook_code_version,
     conda:
         CONDA_ENV
-    shell:
-        "jupyter nbconvert --to html --stdout {input:q} > {output:q}.tmp 2> {log:q}"
-        " && mv {output:q}.tmp {output:q}"
+    script:
+        "../scripts/render_html.py"
 
 
 # Claims at a glance and the index page over every configured target.
@@ -102,12 +102,14 @@ rule claims_summary:
         claims=expand(PATHS.claims(), target=TARGETS),
     output:
         PATHS.claims_summary(),
+        provenance=PATHS.claims_summary() + PROVENANCE,
     log:
         PATHS.log("summary", "claims_summary"),
     conda:
         CONDA_ENV
     params:
         targets=TARGETS,
+        code=summary_code_version,
     localrule: True
     script:
         "../scripts/summarize_claims.py"

@@ -5,13 +5,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-import _logging  # noqa: E402
+import _job  # noqa: E402
 
 from networkedfl.datasets import DownloadError, fetch_dataset, get_dataset  # noqa: E402
 from networkedfl.datasets.download import DEFAULT_TIMEOUT  # noqa: E402
 from networkedfl.io import dataset_sources  # noqa: E402
 
-log = _logging.setup(snakemake.log[0])  # noqa: F821
+log = _job.start(snakemake, keeps_previous=False)  # noqa: F821
 dataset = get_dataset(snakemake.wildcards.dataset)  # noqa: F821
 name = snakemake.wildcards.filename  # noqa: F821
 directory = Path(snakemake.output[0]).parent  # noqa: F821

@@ -4,16 +4,20 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-import _logging  # noqa: E402
-import pandas as pd  # noqa: E402
+import _job  # noqa: E402
 
 from networkedfl.io import write_json  # noqa: E402
+from networkedfl.pipeline.integrity import read_table  # noqa: E402
+from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import evaluate_claims  # noqa: E402
 
-log = _logging.setup(snakemake.log[0])  # noqa: F821
+log = _job.start(snakemake)  # noqa: F821
 target = snakemake.wildcards.target  # noqa: F821
 config = {"experiments": {target: snakemake.params.experiment}}  # noqa: F821
-claims = evaluate_claims(config, target, pd.read_csv(snakemake.input.table))  # noqa: F821
+claims = evaluate_claims(config, target, read_table(snakemake.input.table))  # noqa: F821
 write_json(claims, snakemake.output[0])  # noqa: F821
+write_sidecar(snakemake.output[0], job_provenance(target, snakemake.params.code,  # noqa: F821
+                                                 inputs={"table": snakemake.input.table}))  # noqa: F821
 log.info("%s: %s", target, ", ".join(f"{sum(c['verdict'] == v for c in claims)} {v}"
                                     for v in ("holds", "fails", "inconclusive")))
+_job.finish(snakemake)  # noqa: F821

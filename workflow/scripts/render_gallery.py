@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-import _logging  # noqa: E402
+import _job  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from networkedfl.experiments.report import table_view  # noqa: E402
@@ -20,7 +20,7 @@ from networkedfl.pipeline.summary import (  # noqa: E402
     tuning_markdown,
 )
 
-log = _logging.setup(snakemake.log[0])  # noqa: F821
+log = _job.start(snakemake, keeps_previous=False)  # noqa: F821
 inputs, outputs, params = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
 
 

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-import _logging  # noqa: E402
+import _job  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from networkedfl.experiments import get_experiment  # noqa: E402
@@ -15,7 +15,7 @@ from networkedfl.io import (
 )
 from networkedfl.pipeline.summary import job_seconds, render_index  # noqa: E402
 
-log = _logging.setup(snakemake.log[0])  # noqa: F821
+log = _job.start(snakemake)  # noqa: F821
 paths = Paths()
 page = Path(snakemake.output[0])  # noqa: F821
 
@@ -40,3 +40,4 @@ for target in snakemake.params.targets:  # noqa: F821
 summary = pd.read_csv(snakemake.input.summary, keep_default_na=False)  # noqa: F821
 atomic_write(page, lambda tmp: Path(tmp).write_text(render_index(summary, links, seconds), encoding="utf-8"))
 log.info("wrote %s (%d targets)", page, len(summary))
+_job.finish(snakemake)  # noqa: F821

@@ -7,15 +7,15 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-import _logging  # noqa: E402
-import pandas as pd  # noqa: E402
+import _job  # noqa: E402
 
 from networkedfl.io import previous_path, write_job_table  # noqa: E402
+from networkedfl.pipeline.integrity import read_table  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import GROUP_JOB, read_previous_table, run_group  # noqa: E402
 from networkedfl.progress import ENV_VAR  # noqa: E402
 
-log = _logging.setup(snakemake.log[0])  # noqa: F821
+log = _job.start(snakemake)  # noqa: F821
 # tqdm progress of long loops goes to the job's log: bars appear after 10 s, update every 10 s
 os.environ.setdefault(ENV_VAR, "1")
 os.environ.setdefault("TQDM_DELAY", "10")
@@ -29,7 +29,7 @@ inputs = {name: value if isinstance(value, str) else list(value)
           for name, value in snakemake.input.items()}  # noqa: F821
 # the methods' tuning results (one file per tuned setting, every grid point) choose their
 # values; not a data input
-tuning = {Path(path).stem: [pd.read_csv(path)] for path in inputs.pop("tuning", [])}
+tuning = {Path(path).stem: [read_table(path)] for path in inputs.pop("tuning", [])}
 seed_list = [int(s) for s in snakemake.params.seeds]  # noqa: F821
 output = snakemake.output[0]  # noqa: F821
 write_job_table(output,
@@ -41,3 +41,4 @@ write_job_table(output,
 write_sidecar(output, job_provenance(wildcards.target, snakemake.params.code,  # noqa: F821
                                     setting=wildcards.setting, seeds=seed_list))
 log.info("wrote %s", output)
+_job.finish(snakemake)  # noqa: F821

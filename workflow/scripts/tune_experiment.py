@@ -11,14 +11,14 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-import _logging  # noqa: E402
+import _job  # noqa: E402
 
 from networkedfl.io import previous_path, write_job_table  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import read_previous_tuning, run_tuning_setting  # noqa: E402
 from networkedfl.progress import ENV_VAR  # noqa: E402
 
-log = _logging.setup(snakemake.log[0])  # noqa: F821
+log = _job.start(snakemake)  # noqa: F821
 os.environ.setdefault(ENV_VAR, "1")
 os.environ.setdefault("TQDM_DELAY", "10")
 os.environ.setdefault("TQDM_MININTERVAL", "10")
@@ -35,3 +35,4 @@ write_job_table(output,
 write_sidecar(output, job_provenance(snakemake.wildcards.target, snakemake.params.code,  # noqa: F821
                                      setting=snakemake.wildcards.setting, points=len(specs)))  # noqa: F821
 log.info("wrote %s", output)
+_job.finish(snakemake)  # noqa: F821

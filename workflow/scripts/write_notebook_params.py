@@ -5,13 +5,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
-import _logging  # noqa: E402
+import _job  # noqa: E402
 import yaml  # noqa: E402
 
 from networkedfl.experiments import get_experiment  # noqa: E402
 from networkedfl.io import atomic_write  # noqa: E402
 
-log = _logging.setup(snakemake.log[0])  # noqa: F821
+log = _job.start(snakemake)  # noqa: F821
 target = snakemake.wildcards.target  # noqa: F821
 experiment = get_experiment(target)
 figure = experiment.has_figure
@@ -34,3 +34,4 @@ def dump(tmp):
 
 atomic_write(snakemake.output[0], dump)  # noqa: F821
 log.info("wrote notebook parameters for %s", target)
+_job.finish(snakemake)  # noqa: F821

@@ -13,29 +13,40 @@ inode, modification and status-change times (``st_ctime_ns``, which no user can 
 back); the file is hashed again only when one of them changed.  As in git's index, a file
 changed less than :data:`RACY_SECONDS` before it was hashed is not recorded (on a file
 system with coarse timestamps a later edit could keep its times), nor is one that changed
-while it was hashed.  Where the sidecar cannot be written (a read-only folder)
+while it was hashed.
+
+The record is signed (HMAC-SHA-256) with a key of the user's own, outside the data directory
+(``~/.cache/networkedfl/verify.key``, readable by its owner only, made on first use;
+:data:`KEY_ENV` names another file): whoever can write the data directory but not read the
+key cannot write a record that makes an edited file pass, as rewriting an unsigned record
+with the edited file's new times could.  A record that does not verify is ignored (the file
+is hashed).  Where the record or the key cannot be written (a read-only folder or home),
 every read hashes the file.  Files anywhere else (a test's synthetic corpus, a user's own
-copy) are not checked.
+copy) are not checked.  What this protects against and what not: ``docs/data.md``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import tempfile
 import time
 from pathlib import Path
 
+from ..io import CorruptArtefactError
 from .catalog import DATASETS, Dataset
 
 __all__ = [
+    "KEY_ENV",
     "RACY_SECONDS",
     "ChecksumError",
     "check_raw_file",
     "checksum_problem",
     "file_digests",
     "raw_file_entry",
+    "raw_file_problem",
     "record_verified",
     "sidecar",
     "verify_file",
@@ -45,10 +56,14 @@ _CHUNK = 1 << 20
 _SIDECAR_SUFFIX = ".verified"
 #: A file whose times are this recent when it is hashed is verified but not cached.
 RACY_SECONDS = 2.0
+#: The environment variable naming the file of the key that signs the records (default
+#: ``$XDG_CACHE_HOME/networkedfl/verify.key``, ``~/.cache/...`` without it).
+KEY_ENV = "NETWORKEDFL_VERIFY_KEY"
 
 
-class ChecksumError(ValueError):
-    """A dataset file no longer has the checksum of the copy that was downloaded."""
+class ChecksumError(CorruptArtefactError):
+    """A dataset file no longer has the checksum of the copy that was downloaded; the message
+    names the command that fetches a verified copy again and rebuilds what read it."""
 
 
 def file_digests(path: str | os.PathLike) -> tuple[str, str]:
@@ -71,18 +86,62 @@ def _stat_key(st: os.stat_result) -> dict[str, int]:
     return {"size": st.st_size, "ino": st.st_ino, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
 
 
+def _key_file() -> Path:
+    if os.environ.get(KEY_ENV):
+        return Path(os.environ[KEY_ENV])
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "networkedfl" / "verify.key"
+
+
+def _key(create: bool) -> bytes | None:
+    """The user's signing key (made, readable by its owner only, where ``create`` and there
+    is none); ``None`` where it cannot be read or made: no cache."""
+    path = _key_file()
+    try:
+        return path.read_bytes() or None
+    except FileNotFoundError:
+        if not create:
+            return None
+    except OSError:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0o600
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(32))
+        try:
+            os.link(tmp, path)  # never replaces a key another process made meanwhile
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+        return path.read_bytes() or None
+    except OSError:
+        return None
+
+
+def _signature(key: bytes, sha256: str, stat_key: dict[str, int]) -> str:
+    message = json.dumps({"sha256": sha256, "stat": stat_key}, sort_keys=True).encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
 def _cached(path: Path, sha256: str, st: os.stat_result) -> bool:
     try:
         record = json.loads(sidecar(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(record, dict) and record.get("sha256") == sha256 and record.get("stat") == _stat_key(st)
+    if not (isinstance(record, dict) and record.get("sha256") == sha256 and record.get("stat") == _stat_key(st)):
+        return False
+    key = _key(create=False)
+    return key is not None and hmac.compare_digest(str(record.get("hmac", "")),
+                                                   _signature(key, sha256, _stat_key(st)))
 
 
 def record_verified(path: str | os.PathLike, sha256: str, hashed: os.stat_result) -> None:
-    """Record that ``path``, whose status was ``hashed`` when it was hashed, has checksum
-    ``sha256``; not if it has changed since, or changed just before (see
-    :data:`RACY_SECONDS`).  Best effort: a folder that cannot be written means no cache."""
+    """Record, signed with the user's key, that ``path``, whose status was ``hashed`` when it
+    was hashed, has checksum ``sha256``; not if it has changed since, or changed just
+    before (see :data:`RACY_SECONDS`).  Best effort: a folder that cannot be written, or no
+    key, means no cache."""
     path = Path(path)
     key = _stat_key(hashed)
     try:
@@ -90,7 +149,10 @@ def record_verified(path: str | os.PathLike, sha256: str, hashed: os.stat_result
             return
         if time.time_ns() - max(hashed.st_mtime_ns, hashed.st_ctime_ns) < RACY_SECONDS * 1e9:
             return
-        record = json.dumps({"sha256": sha256, "stat": key})
+        secret = _key(create=True)
+        if secret is None:
+            return
+        record = json.dumps({"sha256": sha256, "stat": key, "hmac": _signature(secret, sha256, key)})
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".verifying", dir=path.parent)
     except OSError:
         return
@@ -142,6 +204,20 @@ def raw_file_entry(path: str | os.PathLike) -> tuple[Dataset, str] | None:
     return dataset, path.name
 
 
+def raw_file_problem(path: str | os.PathLike) -> str | None:
+    """Why the downloaded dataset file at ``path`` is not the verified copy, or ``None``
+    (also when ``path`` is not ``.../raw/<dataset>/<file>`` of the catalog, or missing)."""
+    entry = raw_file_entry(path)
+    if entry is None or not Path(path).is_file():
+        return None  # the reader reports a missing file in its own words
+    dataset, name = entry
+    problem = verify_file(path, dataset.sha256[name], dataset.md5.get(name), dataset.sizes.get(name), cache=True)
+    if problem is None:
+        return None
+    return (f"does not match its checksum: {problem}, expected SHA-256 {dataset.sha256[name]} "
+            f"(networkedfl.datasets.catalog): it changed after it was downloaded and verified")
+
+
 def check_raw_file(path: str | os.PathLike) -> None:
     """Check a downloaded dataset file against the catalog before it is read.
 
@@ -151,18 +227,10 @@ def check_raw_file(path: str | os.PathLike) -> None:
     ------
     ChecksumError
         If the file differs from the verified download (edited, truncated, replaced); the
-        message names the file, the checksum expected and found, and how to recover.
+        message names the file, the checksum expected and found, and the command that
+        fetches a verified copy and rebuilds everything made from it (the run's own
+        command with ``--forcerun <file>``).
     """
-    entry = raw_file_entry(path)
-    if entry is None or not Path(path).is_file():
-        return  # the reader reports a missing file in its own words
-    dataset, name = entry
-    problem = verify_file(path, dataset.sha256[name], dataset.md5.get(name), dataset.sizes.get(name), cache=True)
+    problem = raw_file_problem(path)
     if problem is not None:
-        raise ChecksumError(
-            f"{path} does not match its checksum: {problem}, expected SHA-256 "
-            f"{dataset.sha256[name]} (networkedfl.datasets.catalog). The file changed after it was "
-            f"downloaded and verified. Delete it and rerun the download, which fetches a verified "
-            f"copy of this file only: rm '{path}', then snakemake --cores 1 download_{dataset.name} "
-            "(or any target that reads it)."
-        )
+        raise ChecksumError({path: problem})

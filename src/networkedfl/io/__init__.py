@@ -2,13 +2,27 @@
 
 :class:`Paths` names every file the workflow reads or writes; :func:`atomic_write` and
 its helpers write through a temporary file and a rename, so a reader never sees a partial
-file, and keep the last good copy in ``.previous/``.
+file, and keep the last good copy in ``.previous/``; an artefact read back that is not
+what was written raises :class:`CorruptArtefactError`, naming it and the command that
+rebuilds it; :func:`write_npz` writes ``.npz`` files whose bytes depend on their content.
 """
 
+from ._artefacts import (
+    REPAIR_ENV,
+    ZIP_DATE,
+    CorruptArtefactError,
+    file_sha256,
+    npz_problem,
+    read_npz,
+    record_command,
+    repair_command,
+    write_npz,
+)
 from ._atomic import (
     PAUSE_ENV,
     atomic_write,
     keep_previous,
+    last_good,
     previous_path,
     shared_file_mode,
     write_csv,
@@ -19,15 +33,25 @@ from ._paths import Paths, dataset_sources, find_repo_root, vendored_dataset
 
 __all__ = [
     "atomic_write",
+    "CorruptArtefactError",
     "dataset_sources",
+    "file_sha256",
     "find_repo_root",
     "keep_previous",
+    "last_good",
+    "npz_problem",
     "Paths",
     "PAUSE_ENV",
     "previous_path",
+    "read_npz",
+    "record_command",
+    "REPAIR_ENV",
+    "repair_command",
     "shared_file_mode",
     "vendored_dataset",
     "write_csv",
     "write_job_table",
     "write_json",
+    "write_npz",
+    "ZIP_DATE",
 ]

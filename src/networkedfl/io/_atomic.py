@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pandas is an optional dependency (the pipeline's): only its tables come here
     import pandas as pd
 
-__all__ = ["PAUSE_ENV", "atomic_write", "keep_previous", "previous_path", "write_csv", "write_json",
+__all__ = ["PAUSE_ENV", "atomic_write", "keep_previous", "last_good", "previous_path", "write_csv", "write_json",
            "write_job_table"]
 
 #: Fault injection for the interruption tests (``tests/integration/test_faults.py``): seconds every
@@ -115,6 +115,8 @@ def keep_previous(path: str | os.PathLike) -> Path:
     job's error names it.  Written atomically; replaced after every successful run.
     """
     previous = previous_path(path)
+    if previous.is_file() and os.path.samefile(path, previous):
+        return previous  # kept already (a rename onto a link of the same file would do nothing)
     previous.parent.mkdir(parents=True, exist_ok=True)
     tmp = previous.with_name(f".{previous.name}.tmp")
     tmp.unlink(missing_ok=True)
@@ -126,6 +128,18 @@ def keep_previous(path: str | os.PathLike) -> Path:
         shutil.copy2(path, tmp)
     os.replace(tmp, previous)
     return previous
+
+
+def last_good(outputs: list[str | os.PathLike]) -> str:
+    """Where the last good version of each of ``outputs`` is kept (:func:`keep_previous`),
+    one line each, for the message of a job that failed (a full disk, a diverged run): a
+    failed job's outputs are gone, Snakemake deletes them when it starts."""
+    lines = []
+    for output in outputs:
+        previous = previous_path(output)
+        lines.append(f"the last good {output} is kept at {previous}" if previous.is_file()
+                     else f"there is no earlier good {output} (none was kept at {previous})")
+    return "\n".join(lines)
 
 
 def write_job_table(output: str | os.PathLike, compute: Callable[[], pd.DataFrame],

@@ -12,8 +12,14 @@ import jsonschema
 import yaml
 
 from ..experiments.variants import deep_merge
+from ._yaml import MAX_YAML_VALUES, YamlProblem, load_yaml
 
-__all__ = ["ConfigError", "deep_merge", "load_config", "read_yaml", "type_command_line_values", "validate_config"]
+__all__ = ["MAX_GRID_POINTS", "MAX_YAML_VALUES", "ConfigError", "check_command_line", "deep_merge", "load_config",
+           "read_yaml", "type_command_line_values", "validate_config"]
+
+#: Points a grid may hold (a tuning grid per method, a sweep's grid): the combinations of its
+#: lists, each a run (the largest shipped grid has 90).
+MAX_GRID_POINTS = 10_000
 
 
 class ConfigError(ValueError):
@@ -48,6 +54,8 @@ def validate_config(
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
     lines = _non_finite_errors(config) + [_describe(e) for e in errors]
+    if not lines:
+        lines = _grid_errors(config.get("experiments") or {}, "config['experiments']")
     if not lines:
         lines = _variant_errors(config, schema) + _tuning_errors(config, schema)
     if lines:
@@ -152,18 +160,76 @@ def _variant_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> lis
     return lines
 
 
+def _grid_errors(node: Any, where: str) -> list[str]:
+    """Every grid of the config over :data:`MAX_GRID_POINTS` points, by its key: a ``grid``
+    mapping of lists (a sweep's; a tuning grid's per method) holds the product of their
+    lengths, ``sweeps`` (a list of such mappings) the sum of theirs. Checked before the
+    points are listed (tuning grids are, to validate each point)."""
+    def points(grid: Mapping[str, Any]) -> int:
+        return math.prod(len(v) for v in grid.values())
+
+    def lists(value: Any) -> bool:
+        return isinstance(value, Mapping) and bool(value) and all(isinstance(v, list) for v in value.values())
+
+    lines = []
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            here = f"{where}[{key!r}]"
+            if key == "grid" and lists(value):
+                counts = [(here, points(value))]
+            elif key == "grid" and isinstance(value, Mapping):
+                counts = [(f"{here}[{k!r}]", points(v)) for k, v in value.items() if lists(v)]
+            elif key == "sweeps" and isinstance(value, list) and all(lists(v) for v in value):
+                counts = [(here, sum(points(v) for v in value))]
+            else:
+                lines += _grid_errors(value, here)
+                continue
+            lines += [f"{at}: {n} points, more than the limit of {MAX_GRID_POINTS}"
+                      for at, n in counts if n > MAX_GRID_POINTS]
+    return lines
+
+
 def read_yaml(path: str | os.PathLike) -> Any:
-    """A YAML file's content; a syntax error raises :class:`ConfigError` naming the file,
-    the line and the column (Snakemake's own message names neither)."""
+    """A YAML file's content, exact and bounded (:mod:`networkedfl.pipeline._yaml`): a
+    syntax error, a key given twice, a recursive alias or aliases that expand it past
+    :data:`MAX_YAML_VALUES` values raise :class:`ConfigError` naming the file, the line and
+    the column (Snakemake's own loader names neither and keeps the last of two keys)."""
     path = Path(path)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        mark, context = getattr(err, "problem_mark", None), getattr(err, "context_mark", None)
-        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
-        since = (f" ({err.context} at line {context.line + 1}, column {context.column + 1})"
-                 if context is not None and getattr(err, "context", None) else "")
-        raise ConfigError(f"{where}: not valid YAML: {getattr(err, 'problem', None) or err}{since}") from err
+        return load_yaml(path.read_text(encoding="utf-8"), str(path))
+    except YamlProblem as err:
+        raise ConfigError(str(err)) from err
+
+
+def check_command_line(argv: list[str]) -> None:
+    """Check Snakemake's ``--config`` entries in ``argv`` (``sys.argv`` of a run) as a config
+    file is checked: a top-level key given twice, or a value whose YAML gives a key twice or
+    whose aliases are unbounded, raises :class:`ConfigError` naming the entry (Snakemake
+    parses them itself, the last of two keys winning). A value Snakemake takes as a plain
+    string (not valid YAML) is left to the schema."""
+    entries, taking = [], False
+    for arg in argv[1:]:
+        if arg in ("--config", "-C"):
+            taking = True
+        elif arg.startswith("--config="):
+            entries.append(arg.split("=", 1)[1])
+            taking = False
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            entries.append(arg)
+    first: dict[str, str] = {}
+    for entry in entries:
+        key, _, value = entry.partition("=")
+        if key in first:
+            raise ConfigError(f"--config: the key {key!r} is given twice ({first[key]} and {entry}); the later "
+                              "value would silently replace the earlier")
+        first[key] = entry
+        try:
+            load_yaml(value, f"--config {entry}")
+        except YamlProblem as err:
+            if "not valid YAML" not in str(err):
+                raise ConfigError(str(err)) from err
 
 
 def load_config(

@@ -1,25 +1,61 @@
-"""The job processes' environment: the interpreter's tools on ``PATH`` and the checkout's
-package on ``PYTHONPATH`` (used by the Snakefile before any rule runs)."""
+"""The job processes' environment: the checkout's package on ``PYTHONPATH`` and a quoted
+interpreter in every script job's command (used by the Snakefile before any rule runs)."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import shlex
 import sys
 
-__all__ = ["put_interpreter_on_path", "put_package_on_pythonpath"]
+__all__ = ["put_package_on_pythonpath", "quote_script_interpreter"]
+
+#: How Snakemake (9.x) runs a ``script:`` job: the interpreter's path unquoted
+#: (snakemake/snakemake#2645), so a checkout under ``/a b/`` fails and one under
+#: ``/$(cmd)/`` runs ``cmd``.
+_UNQUOTED = "{py_exec} {fname:q}"
+_QUOTED = "{py_exec:q} {fname:q}"
 
 
-def put_interpreter_on_path() -> None:
-    """Put the running interpreter's directory first on ``PATH`` (for shell rules).
+def quote_script_interpreter() -> None:
+    """Make Snakemake quote the interpreter of every ``script:`` job, whatever its path.
 
-    The tools the shell rules call (papermill, jupyter) are installed beside the Python
-    that runs Snakemake, e.g. in ``.venv/bin``; this finds them without activating the
-    venv.  With ``--use-conda`` the rule's own environment is activated in front of it.
+    Snakemake runs a Python script job as the shell command ``{py_exec} {fname:q}`` with
+    ``py_exec`` the path of the interpreter running it (e.g. ``<checkout>/.venv/bin/python``):
+    unquoted, a space in the checkout's path splits it and a ``$(...)`` in it is executed.
+    This rewrites that one command to ``{py_exec:q} {fname:q}`` in Snakemake's script runner
+    (``snakemake.script.PythonScript``), once per process; the interpreter Snakemake picks
+    (its own, or a conda environment's ``python``) is unchanged.  Where Snakemake quotes it
+    already, nothing changes.  Where its runner no longer builds the command this way and the
+    interpreter's path needs quoting, the run stops here, naming the path, rather than let
+    the shell split it.
     """
-    bindir = os.path.dirname(sys.executable)
-    entries = os.environ.get("PATH", "").split(os.pathsep)
-    if entries[0] != bindir:
-        os.environ["PATH"] = os.pathsep.join([bindir, *entries])
+    from snakemake import script
+
+    runner = script.PythonScript
+    if getattr(runner, "_networkedfl_quoted", False):
+        return
+    source = inspect.getsource(runner.execute_script)
+    if _QUOTED in source:
+        return
+    if _UNQUOTED not in source:
+        if shlex.quote(sys.executable) != sys.executable:
+            raise RuntimeError(
+                f"this Snakemake's script runner builds its command in a way networkedfl does not "
+                f"know, and the interpreter's path {sys.executable!r} holds characters a shell would "
+                f"split or expand: run from a checkout whose path holds letters, digits and "
+                f"'/._-+' only, or use the Snakemake version pinned in constraints.txt"
+            )
+        return
+    execute = runner._execute_cmd
+
+    def _execute_cmd(self, cmd, **kwargs):
+        if kwargs.get("is_python_script") and cmd == _UNQUOTED:
+            cmd = _QUOTED
+        return execute(self, cmd, **kwargs)
+
+    runner._execute_cmd = _execute_cmd
+    runner._networkedfl_quoted = True
 
 
 def put_package_on_pythonpath(src: str | os.PathLike) -> None:

@@ -12,11 +12,15 @@ functions, plus the pipeline's runner) and hashes their code:
 * it is computed from the files under a source directory (the checkout's ``src/``), so
   moving the checkout changes nothing.
 
-Every raw output, tuning output and table gets a sidecar ``<file>.provenance.json``: the
-package version, the code hash and the modules it covers, and the versions of Python and
-the numerical libraries in the job's environment (reported, not hashed: another machine's
-numpy does not rerun anything).  The sidecars contain no time stamps, so a rerun rewrites
-them byte for byte.
+Every output a job writes for a reader or a later job (raw and tuning outputs, tables,
+claims, executed notebooks, figures, HTML pages, the graph cache stages) gets a sidecar
+``<file>.provenance.json``: the package version, the code hash (and, for a table, the
+modules it covers), the versions of Python and the numerical libraries in the job's
+environment (reported, not hashed: another machine's numpy does not rerun anything), the
+SHA-256 of the files it was made from where it reads files, and the size and SHA-256 of the
+output itself, which every job reading the output checks
+(:mod:`networkedfl.pipeline.integrity`).  The sidecars contain no time stamps: a rerun
+rewrites them byte for byte wherever it rewrites their outputs byte for byte.
 """
 
 from __future__ import annotations
@@ -26,16 +30,19 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import os
 import platform
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..io import write_json
+from ..io import CorruptArtefactError, file_sha256, write_json
 
 __all__ = [
     "LIBRARIES",
+    "artefact_provenance",
     "code_hash",
+    "input_digests",
     "job_provenance",
     "module_closure",
     "notebook_modules",
@@ -260,12 +267,29 @@ def provenance(code: str, modules: Iterable[str] | None = None) -> dict[str, Any
             "libraries": {name: _version(name) for name in LIBRARIES}}
 
 
-def job_provenance(target: str, code: str, **identity: Any) -> dict[str, Any]:
-    """The sidecar record of one job of ``target``: the job's identity (``setting``,
-    ``seed``, ...) and :func:`provenance` with ``code``, the hash its rule computed when
-    Snakemake built the DAG (the job's ``code`` param: the modules are not read again in
-    every job; the target's table sidecar lists them)."""
-    return {"target": target, **identity, **provenance(code)}
+def input_digests(inputs: Mapping[str, str | Sequence[str]] | None) -> dict[str, list[str]]:
+    """SHA-256 of every input file's bytes, by input name (sorted; each name's files in the
+    order given)."""
+    return {name: [file_sha256(path) for path in ([value] if isinstance(value, str | os.PathLike) else value)]
+            for name, value in sorted((inputs or {}).items())}
+
+
+def artefact_provenance(code: str, inputs: Mapping[str, str | Sequence[str]] | None = None,
+                        **identity: Any) -> dict[str, Any]:
+    """The sidecar record of an output: what it is (``identity``: target, setting, graph,
+    spec, ...), :func:`provenance` with ``code``, the hash its rule computed when Snakemake
+    built the DAG (the job's ``code`` param: the modules are not read again in every job; a
+    target's table sidecar lists them), and, with ``inputs`` (name -> file or files), the
+    SHA-256 of the files it was made from (:func:`input_digests`)."""
+    record = {**identity, **provenance(code)}
+    return {**record, "inputs": input_digests(inputs)} if inputs else record
+
+
+def job_provenance(target: str, code: str, inputs: Mapping[str, str | Sequence[str]] | None = None,
+                   **identity: Any) -> dict[str, Any]:
+    """The sidecar record of one job of ``target`` (:func:`artefact_provenance`; ``identity``:
+    the job's ``setting``, ``seeds``, ...)."""
+    return artefact_provenance(code, inputs, target=target, **identity)
 
 
 def table_provenance(target: str, code: str, job_hashes: Iterable[str | None]) -> dict[str, Any]:
@@ -282,16 +306,31 @@ def sidecar_path(output: str | Path) -> Path:
 
 
 def write_sidecar(output: str | Path, record: dict[str, Any]) -> Path:
-    """Write ``record`` atomically beside ``output``; returns the sidecar's path."""
+    """Write ``record`` and the size and SHA-256 of ``output`` as it is now (key
+    ``output``) atomically beside ``output``; returns the sidecar's path."""
     path = sidecar_path(output)
-    write_json(record, path)
+    write_json({**record, "output": {"bytes": os.stat(output).st_size, "sha256": file_sha256(output)}}, path)
     return path
 
 
 def read_sidecar(output: str | Path) -> dict[str, Any]:
     """The provenance record beside ``output`` (``{}`` where there is none, e.g. a file
-    from before provenance was recorded)."""
+    from before provenance was recorded).
+
+    Raises
+    ------
+    CorruptArtefactError
+        If the sidecar is not a readable JSON object, naming it and the command that
+        rebuilds it with its output.
+    """
     path = sidecar_path(output)
     if not path.is_file():
         return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CorruptArtefactError({path: f"not a readable provenance record ({exc})"}) from exc
+    if not isinstance(record, dict):
+        raise CorruptArtefactError({path: f"not a provenance record (a JSON {type(record).__name__}, "
+                                          "not an object)"})
+    return record

@@ -35,6 +35,7 @@ from ..experiments.variants import (
     variant_names,
     variant_params,
 )
+from .provenance import input_digests
 
 __all__ = [
     "GROUP_JOB",
@@ -111,7 +112,7 @@ def _input_kwargs(experiment: Any, target: str, inputs: Mapping[str, str | list[
     if missing:
         raise FileNotFoundError(
             f"{target} reads files that do not exist: {', '.join(missing)} "
-            f"(the pipeline builds them, e.g. `snakemake {target}`)")
+            f"(the pipeline builds them: `snakemake {target}` with the config files of your run)")
     return {"inputs": inputs}
 
 
@@ -156,20 +157,6 @@ def tuning_specs(config: Mapping[str, Any], target: str, setting: str) -> list[d
 
 #: Column of a tuning job's file: the key of the run that gave the row (:func:`point_key`).
 POINT_KEY = "tuning_key"
-
-
-def input_digests(inputs: Mapping[str, str | list[str]] | None) -> dict[str, list[str]]:
-    """SHA-256 of every input file's bytes, by input name (in the order given)."""
-    digests: dict[str, list[str]] = {}
-    for name, value in sorted((inputs or {}).items()):
-        digests[name] = []
-        for path in [value] if isinstance(value, str) else list(value):
-            h = hashlib.sha256()
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            digests[name].append(h.hexdigest())
-    return digests
 
 
 def point_key(spec: Mapping[str, Any], base_seed: int, code: str, digests: Mapping[str, Any]) -> str:
@@ -235,12 +222,18 @@ def run_tuning_setting(target: str, specs: Sequence[Mapping[str, Any]], base_see
 
 
 def read_previous_table(path: str | Path) -> pd.DataFrame | None:
-    """A job's last good table (None if there is none or it cannot be read: every point or
-    setting is then run again)."""
+    """A job's last good table (None if there is none, or it is not what its kept sidecar
+    records or cannot be read: every point or setting is then run again, and the job's new
+    table replaces it)."""
+    from .integrity import read_table
+
+    if not Path(path).is_file():
+        return None
     try:
-        return pd.read_csv(path) if Path(path).is_file() else None
-    except (OSError, ValueError) as err:
-        log.warning("ignoring the last good results at %s (%s): everything runs again", path, err)
+        return read_table(path)
+    except ValueError as err:  # CorruptArtefactError: a ValueError
+        problem = getattr(err, "problems", {}).get(str(path), err)
+        log.warning("ignoring the last good results at %s (%s): everything runs again", path, problem)
         return None
 
 

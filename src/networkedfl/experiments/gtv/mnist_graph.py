@@ -40,7 +40,6 @@ import time
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,7 +53,7 @@ from ...graphs import (
     symmetrised,
     tsne_embedding,
 )
-from ...io import Paths, atomic_write
+from ...io import Paths, read_npz, write_npz
 
 __all__ = [
     "GRAPH_KIND",
@@ -180,24 +179,6 @@ def partition_mnist(
     return np.concatenate(blocks), node_cluster
 
 
-def _npz_write(path: str | os.PathLike, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
-    def write(tmp: str) -> None:
-        with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, meta=np.array(json.dumps(dict(meta))), **arrays)
-
-    atomic_write(path, write)
-
-
-def _npz_read(path: str | os.PathLike, rule: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"MNIST graph stage not found: {path} (built by the rule {rule})")
-    with np.load(path, allow_pickle=False) as z:
-        meta = json.loads(str(z["meta"]))
-        arrays = {k: z[k] for k in z.files if k != "meta"}
-    return meta, arrays
-
-
 # ------------------------------------------------------------------ stage 1: embedding
 
 
@@ -220,7 +201,8 @@ class MnistEmbedding:
     embedding
         ``(n, n_train, 2)`` t-SNE coordinates of the nodes' training images.
     seconds
-        Wall-clock seconds of the stage (``tsne``).
+        Wall-clock seconds of the stage (``tsne``); empty when read from its file, which
+        holds no timings (its bytes depend on its content only).
     spec
         The embedding stage's spec (:func:`stage_spec`).
     """
@@ -301,15 +283,16 @@ def embed_mnist(
 
 
 def save_mnist_embedding(stage: MnistEmbedding, path: str | os.PathLike) -> None:
-    """Write stage 1 atomically as ``.npz`` (metadata as a JSON string)."""
-    meta = {"name": stage.name, "n_train": stage.n_train, "seconds": stage.seconds, "spec": stage.spec}
-    _npz_write(path, meta, {k: getattr(stage, k) for k in ("clusters", "indices", "node_cluster", "embedding")})
+    """Write stage 1 atomically as ``.npz`` (metadata as a JSON string; byte-reproducible: no
+    timings, :func:`networkedfl.io.write_npz`)."""
+    meta = {"name": stage.name, "n_train": stage.n_train, "spec": stage.spec}
+    write_npz(path, meta, {k: getattr(stage, k) for k in ("clusters", "indices", "node_cluster", "embedding")})
 
 
 def load_mnist_embedding(path: str | os.PathLike) -> MnistEmbedding:
     """Read a file written by :func:`save_mnist_embedding`."""
-    meta, arrays = _npz_read(path, "mnist_tsne")
-    return MnistEmbedding(name=meta["name"], n_train=int(meta["n_train"]), seconds=meta["seconds"],
+    meta, arrays = read_npz(path)
+    return MnistEmbedding(name=meta["name"], n_train=int(meta["n_train"]), seconds=meta.get("seconds", {}),
                           spec=meta["spec"], **arrays)
 
 
@@ -345,15 +328,15 @@ def mnist_divergences(embedding: MnistEmbedding, spec: Mapping[str, Any], *, n_j
 
 
 def save_mnist_divergences(stage: MnistDivergences, path: str | os.PathLike) -> None:
-    """Write stage 2 atomically as ``.npz``."""
-    _npz_write(path, {"name": stage.name, "seconds": stage.seconds, "spec": stage.spec},
+    """Write stage 2 atomically as a byte-reproducible ``.npz``."""
+    write_npz(path, {"name": stage.name, "spec": stage.spec},
                {"divergences": stage.divergences})
 
 
 def load_mnist_divergences(path: str | os.PathLike) -> MnistDivergences:
     """Read a file written by :func:`save_mnist_divergences`."""
-    meta, arrays = _npz_read(path, "mnist_kl")
-    return MnistDivergences(meta["name"], arrays["divergences"], meta["seconds"], meta["spec"])
+    meta, arrays = read_npz(path)
+    return MnistDivergences(meta["name"], arrays["divergences"], meta.get("seconds", {}), meta["spec"])
 
 
 # ---------------------------------------------------------------------- stage 3: graph
@@ -374,7 +357,8 @@ class MnistGraph(MnistEmbedding):
         The graph: ``(E, 2)`` node pairs and ``A_e`` (pairs may repeat with
         ``relation: directed``).
     seconds
-        Wall-clock seconds of the stages (``tsne``, ``kl``, ``knn``).
+        Wall-clock seconds of the stages (``tsne``, ``kl``, ``knn``), of those run in this
+        process (the files hold no timings).
     spec
         The spec it was built from (the three stages' parts).
     """
@@ -462,14 +446,15 @@ def build_mnist_graph(
 
 
 def save_mnist_graph(graph: MnistGraph, path: str | os.PathLike) -> None:
-    """Write the artefact atomically as ``.npz`` (metadata as a JSON string)."""
-    meta = {"name": graph.name, "n_train": graph.n_train, "seconds": graph.seconds, "spec": graph.spec}
-    _npz_write(path, meta, {k: getattr(graph, k) for k in ("clusters", "indices", "node_cluster", "embedding",
+    """Write the artefact atomically as a byte-reproducible ``.npz`` (metadata as a JSON
+    string, without the stages' timings, which the jobs' logs hold)."""
+    meta = {"name": graph.name, "n_train": graph.n_train, "spec": graph.spec}
+    write_npz(path, meta, {k: getattr(graph, k) for k in ("clusters", "indices", "node_cluster", "embedding",
                                                             "divergences", "distances", "edges", "weights")})
 
 
 def load_mnist_graph(path: str | os.PathLike) -> MnistGraph:
     """Read an artefact written by :func:`save_mnist_graph`."""
-    meta, arrays = _npz_read(path, "learn_mnist_graph")
-    return MnistGraph(name=meta["name"], n_train=int(meta["n_train"]), seconds=meta["seconds"],
+    meta, arrays = read_npz(path)
+    return MnistGraph(name=meta["name"], n_train=int(meta["n_train"]), seconds=meta.get("seconds", {}),
                       spec=meta["spec"], **arrays)
