@@ -249,11 +249,12 @@ def target_intermediates(target):
     missing is rebuilt by a plain run with everything made from it: Snakemake alone rebuilds
     a missing intermediate only when a file made from it is rebuilt anyway."""
     files = []
-    outputs = [(setting, PATHS.raw(target, setting)) for setting in job_settings(config, target)]
-    outputs += [(setting, PATHS.tuning(target, setting)) for setting in tuning_settings(config, target)]
+    # one raw output per job (one per setting, or one for all of a grouped target's settings)
+    outputs = [(settings, PATHS.raw(target, job)) for job, settings in job_groups(config, target).items()]
+    outputs += [([setting], PATHS.tuning(target, setting)) for setting in tuning_settings(config, target)]
     graphs = Path(PATHS.cache(STAGE_KINDS["graph"], "x")).parent
-    for setting, output in outputs:
-        for path in _files(job_inputs(config, target, setting)):
+    for settings, output in outputs:
+        for path in (p for setting in settings for p in _files(job_inputs(config, target, setting))):
             if Path(path).parent == graphs:
                 files += mnist_train_files() + graph_stage_files(Path(path).stem)
             else:

@@ -21,4 +21,5 @@ register_target(
     "FedSGD vs FedAvg, client-server vs peer-to-peer gossip: test loss vs rounds and messages",
     run_lecture_demo, lecture_demo_claims, settings=lecture_run_settings,
     deviations=("claims-means", "lecture-demo"),
+    group_settings=True,  # seven runs of seconds each: one process pays torch's start-up once
 )
