@@ -507,9 +507,10 @@ def _style(handle):
         return ("line", to_rgba(handle.get_color()), handle.get_linestyle(), handle.get_marker())
     if isinstance(handle, Patch):
         return ("patch", to_rgba(handle.get_facecolor()), handle.get_hatch(), to_rgba(handle.get_edgecolor()))
-    if isinstance(handle, PathCollection):
-        faces = handle.get_facecolors()
-        return ("markers", tuple(np.round(faces[0], 3)) if len(faces) else None)
+    if isinstance(handle, PathCollection):  # a scatter: its first face colour and marker shape
+        faces, paths = handle.get_facecolors(), handle.get_paths()
+        return ("markers", tuple(np.round(faces[0], 3)) if len(faces) else None,
+                tuple(np.round(paths[0].vertices, 3).ravel()) if len(paths) else None)
     return ("other", id(handle))
 
 

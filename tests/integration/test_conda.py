@@ -80,11 +80,11 @@ def test_the_env_file_pins_the_third_party_dependencies_and_not_the_package(repo
     project = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
 
-    def expanded(deps):  # "networkedfl[fast]" inside an extra stands for that extra's list
+    def expanded(deps):  # "networkedfl[torch,fast]" inside an extra stands for those extras' lists
         out = []
         for dep in deps:
-            own = re.fullmatch(r"networkedfl\[(\w+)\]", dep)
-            out += expanded(extras[own.group(1)]) if own else [dep]
+            own = re.fullmatch(r"networkedfl\[([\w,]+)\]", dep)
+            out += [d for name in own.group(1).split(",") for d in expanded(extras[name])] if own else [dep]
         return out
 
     needed = expanded(project["dependencies"] + extras["pipeline"])
