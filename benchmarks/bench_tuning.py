@@ -59,65 +59,83 @@ class _Times(logging.Handler):
             self.times[int(match.group(1))] = float(match.group(4))
 
 
-def compare(workdir: Path) -> list[dict]:
+def _units(workdir: Path) -> list[tuple[str, str]]:
+    """``(target, setting)`` of every tuned method with a tuning file in the run."""
+    sys.path.insert(0, str(REPO / "src"))
+    from networkedfl.pipeline.config import load_config
+    from networkedfl.pipeline.runner import tuning_settings
+
+    config = load_config(str(REPO / "config" / "config.yaml"))
+    units = []
+    for target in config["experiments"]:
+        for setting in tuning_settings(config, target):
+            path = workdir / "results" / "tuning" / target / f"{setting}.csv"
+            if path.is_file():
+                units.append((target, setting))
+            else:
+                print(f"skipped {target}/{setting}: no {path}", file=sys.stderr)
+    return units
+
+
+def compare_one(workdir: Path, target: str, setting: str) -> dict:
+    """One tuned method: its whole grid completed, against the halved job's choice."""
     sys.path.insert(0, str(REPO / "src"))
     from networkedfl.experiments.tuning import grid_points, point_scores, select_point
     from networkedfl.experiments.variants import split_setting, variant_params
     from networkedfl.pipeline.config import load_config
     from networkedfl.pipeline.provenance import code_hash, target_modules
-    from networkedfl.pipeline.runner import (
-        job_inputs,
-        run_tuning_setting,
-        tuning_settings,
-        tuning_specs,
-    )
+    from networkedfl.pipeline.runner import job_inputs, run_tuning_setting, tuning_specs
 
     config = load_config(str(REPO / "config" / "config.yaml"))
+    params = config["experiments"][target]
     root = REPO / "src" / "networkedfl"
     handler = _Times()
-    logging.getLogger("networkedfl.pipeline.runner").addHandler(handler)
-    logging.getLogger("networkedfl.pipeline.runner").setLevel(logging.INFO)
+    runner_log = logging.getLogger("networkedfl.pipeline.runner")
+    runner_log.addHandler(handler)
+    runner_log.setLevel(logging.INFO)
     os.chdir(workdir)
-    rows = []
-    for target, params in config["experiments"].items():
-        settings = tuning_settings(config, target)
-        if not settings:
-            continue
-        code = code_hash(target_modules(target, root), root)
-        for setting in settings:
-            path = workdir / "results" / "tuning" / target / f"{setting}.csv"
-            if not path.is_file():
-                print(f"skipped {target}/{setting}: no {path}", file=sys.stderr)
-                continue
-            halved = pd.read_csv(path)
-            specs = tuning_specs(config, target, setting)
-            whole = [{k: v for k, v in spec.items() if k != "halving"} for spec in specs]
-            handler.times.clear()
-            start = time.perf_counter()
-            full = run_tuning_setting(target, whole, int(config["seed"]), job_inputs(config, target, setting),
-                                      code=code, previous=halved)
-            elapsed = time.perf_counter() - start
-            variant, own = split_setting(params, setting)
-            vparams = variant_params(params, variant)
-            logged = _log_times(workdir / "logs" / "tuning" / target / f"{setting}.log")
-            last = int(halved["tuning_rung"].max()) if "tuning_rung" in halved else 0
-            full_times = {p: s for (p, r), s in logged.items() if r == last} | handler.times
-            chosen_halved = select_point(vparams, own, [halved])
-            chosen_full = select_point(vparams, own, [full])
-            scores = point_scores([full])
-            points = grid_points(vparams, own)
-            rows.append({
-                "target": target, "method": str(full["method"].iloc[0]), "points": len(points),
-                "halved runs": len(halved.groupby(["tuning_point", "tuning_rung"]) if "tuning_rung" in halved
-                                   else halved.groupby("tuning_point")),
-                "halved s": sum(logged.values()) if logged else float("nan"),
-                "whole grid s": sum(full_times.get(k, float("nan")) for k in range(len(points))),
-                "completed here s": elapsed,
-                "chosen (halving)": points[chosen_halved], "chosen (whole grid)": points[chosen_full],
-                "same": chosen_halved == chosen_full,
-                "loss_halving": float(scores[chosen_halved]), "loss_whole": float(scores[chosen_full]),
-            })
-    return rows
+    code = code_hash(target_modules(target, root), root)
+    halved = pd.read_csv(workdir / "results" / "tuning" / target / f"{setting}.csv")
+    whole = [{k: v for k, v in spec.items() if k != "halving"} for spec in tuning_specs(config, target, setting)]
+    start = time.perf_counter()
+    full = run_tuning_setting(target, whole, int(config["seed"]), job_inputs(config, target, setting),
+                              code=code, previous=halved)
+    elapsed = time.perf_counter() - start
+    runner_log.removeHandler(handler)
+    variant, own = split_setting(params, setting)
+    vparams = variant_params(params, variant)
+    logged = _log_times(workdir / "logs" / "tuning" / target / f"{setting}.log")
+    last = int(halved["tuning_rung"].max()) if "tuning_rung" in halved else 0
+    full_times = {p: s for (p, r), s in logged.items() if r == last} | handler.times
+    chosen_halved = select_point(vparams, own, [halved])
+    chosen_full = select_point(vparams, own, [full])
+    scores = point_scores([full])
+    points = grid_points(vparams, own)
+    return {
+        "target": target, "method": str(full["method"].iloc[0]), "points": len(points),
+        "halved runs": len(halved.groupby(["tuning_point", "tuning_rung"]) if "tuning_rung" in halved
+                           else halved.groupby("tuning_point")),
+        "halved s": sum(logged.values()) if logged else float("nan"),
+        "whole grid s": sum(full_times.get(k, float("nan")) for k in range(len(points))),
+        "completed here s": elapsed,
+        "chosen (halving)": points[chosen_halved], "chosen (whole grid)": points[chosen_full],
+        "same": chosen_halved == chosen_full,
+        "loss_halving": float(scores[chosen_halved]), "loss_whole": float(scores[chosen_full]),
+    }
+
+
+def compare(workdir: Path, jobs: int = 1) -> list[dict]:
+    """:func:`compare_one` for every tuned method, in ``jobs`` processes (one thread each
+    when more than one: the runs' own times are then those of one core)."""
+    units = _units(workdir)
+    if jobs <= 1:
+        return [compare_one(workdir, t, s) for t, s in units]
+    from concurrent.futures import ProcessPoolExecutor
+
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+    with ProcessPoolExecutor(jobs) as pool:
+        futures = [pool.submit(compare_one, workdir, t, s) for t, s in units]
+        return [f.result() for f in futures]
 
 
 def markdown(rows: list[dict], workdir: Path) -> str:
@@ -147,10 +165,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=REPO, help="a finished default-config run (default: repo)")
     parser.add_argument("--markdown", type=Path, help="replace the tuning section of this file")
+    parser.add_argument("--jobs", type=int, default=1, help="tuned methods completed at once, in processes")
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     markdown_file = args.markdown.resolve() if args.markdown else None
-    text = markdown(compare(workdir), workdir)
+    text = markdown(compare(workdir, args.jobs), workdir)
     print(text)
     if markdown_file is not None:
         page = markdown_file.read_text(encoding="utf-8")

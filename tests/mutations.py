@@ -126,7 +126,7 @@ MUTATIONS = [
     Mutation(
         "no_code_param", "a code change does not rerun the jobs that run it",
         "workflow/rules/common.smk",
-        "    return code_hash(target_modules(wildcards.target, _PACKAGE_ROOT), _PACKAGE_ROOT)\n",
+        "    return _target_code(wildcards.target)\n",
         "    return \"fixed\"\n",
         ("tests/integration/test_reruns.py::test_a_code_change_reruns_exactly_the_jobs_that_run_it",),
         slow=True,
