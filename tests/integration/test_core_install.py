@@ -55,6 +55,8 @@ def test_the_core_install_is_small_and_works(repo, tmp_path):
                             text=True, check=True).stdout.lower()
     for heavy in ("torch", "opentsne", "matplotlib", "pandas"):
         assert f"\n{heavy}==" not in f"\n{listed}", heavy
+    installed = next(env.glob("lib/python*/site-packages")) / "networkedfl"
+    assert (installed / "py.typed").is_file() and (installed / "gtv" / "__init__.py").is_file()
     size = site_packages_bytes(env)
     print(f"core install: {size / 2**20:.1f} MiB in site-packages")
     assert size < LIMIT

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from conftest import copy_checkout
 
-HOSTILE = "it's \"sp ace\" $(touch PWNED)"
+HOSTILE = "it's \"sp ace\" $dollar $(touch PWNED)"  # $dollar: no such variable (setuptools failed on it)
 TARGET = "gtv_fig12_star_graph"
 
 

@@ -109,4 +109,6 @@ def test_a_missing_extra_names_the_pip_command(statement, extra):
 def test_the_package_ships_its_type_information():
     assert (ROOT / "src" / "networkedfl" / "py.typed").is_file()
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert "py.typed" in data["tool"]["setuptools"]["package-data"]["networkedfl"]
+    # the wheel ships the package directory whole (hatchling), py.typed with it; the core
+    # install's test (tests/integration/test_core_install.py) finds it in site-packages
+    assert data["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == ["src/networkedfl"]
