@@ -8,6 +8,7 @@ venv that sees this interpreter's third-party packages but not networkedfl."""
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -28,11 +29,11 @@ case "$1 $2" in
   "clean -y") ;;
   "env create")
     while [ $# -gt 0 ]; do [ "$1" = --prefix ] && prefix="$2"; shift; done
-    "__PYTHON__" -m venv --without-pip "$prefix" || exit 1
+    __PYTHON__ -m venv --without-pip "$prefix" || exit 1
     # the third-party packages of this interpreter; its editable networkedfl is not among
     # them (a .pth names a directory, whose own .pth files are not read)
-    echo "__PURELIB__" > "$prefix/lib/python__VERSION__/site-packages/thirdparty.pth"
-    mkdir -p "$prefix/share" && ln -s "__PREFIX__/share/jupyter" "$prefix/share/jupyter"  # nbconvert's templates
+    printf '%s\n' __PURELIB__ > "$prefix/lib/python__VERSION__/site-packages/thirdparty.pth"
+    mkdir -p "$prefix/share" && ln -s __JUPYTER__ "$prefix/share/jupyter"  # nbconvert's templates
     for tool in papermill nbconvert; do
       printf '#!/bin/sh\nexec "$(dirname "$0")/python" -m %s "$@"\n' "$tool" > "$prefix/bin/$tool"
     done
@@ -46,8 +47,10 @@ esac
 def _stand_in(tmp_path):
     bindir = tmp_path / "conda" / "bin"
     bindir.mkdir(parents=True)
-    script = (STAND_IN.replace("__PYTHON__", sys._base_executable)
-              .replace("__PURELIB__", sysconfig.get_path("purelib")).replace("__PREFIX__", sys.prefix)
+    # paths as single shell words, nothing in them expanded (a checkout under "a $b" works)
+    script = (STAND_IN.replace("__PYTHON__", shlex.quote(sys._base_executable))
+              .replace("__PURELIB__", shlex.quote(sysconfig.get_path("purelib")))
+              .replace("__JUPYTER__", shlex.quote(f"{sys.prefix}/share/jupyter"))
               .replace("__VERSION__", f"{sys.version_info.major}.{sys.version_info.minor}"))
     (bindir / "conda").write_text(script)
     (bindir / "conda").chmod(0o755)

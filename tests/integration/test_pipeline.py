@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -36,9 +37,12 @@ def test_all_output_kinds_appear(built, target):
     claims = json.loads((results / "claims" / f"{target}.json").read_text())
     assert claims, "no claims evaluated"
     variants = "variant" in table.columns
+    keys = {"claim", "verdict", "kind", "n_seeds", "effect", "effect_label", "interval", "interval_method", "detail"}
     for claim in claims:
-        assert set(claim) == {"claim", "passed", "detail"} | ({"variant"} if variants else set())
-        assert isinstance(claim["passed"], bool) and claim["claim"] and claim["detail"]
+        assert set(claim) == keys | ({"variant"} if variants else set())
+        assert claim["verdict"] in ("holds", "fails", "inconclusive") and claim["claim"] and claim["detail"]
+        assert claim["kind"] in ("paper", "reference", "diagnostic")
+        assert claim["interval"] is None or len(claim["interval"]) == 2
     if variants:  # both variants in the table, every claim evaluated for each
         assert table.columns[0] == "variant" and set(table["variant"]) == {"published", "paper"}
         by_variant = {v: [c["claim"] for c in claims if c["variant"] == v] for v in ("published", "paper")}
@@ -152,11 +156,15 @@ def test_a_tuned_target_table_holds_its_grid_the_chosen_values_and_the_reference
     params = test_config["experiments"][target]
     tuning = table[table["metric"].str.startswith("tuning_")]
     losses = tuning[tuning["metric"] == "tuning_validation_loss"]
-    assert len(losses) == sum(len(grid_points(params, s)) for s in params["tuning"]["grid"])
+    # every grid point at the first rung of successive halving (tuning.halving), the best of
+    # the last rung chosen
+    rung = losses["tuning_rung"].fillna(0) if "tuning_rung" in losses else pd.Series(0, index=losses.index)
+    assert (rung == 0).sum() == sum(len(grid_points(params, s)) for s in params["tuning"]["grid"])
     chosen = tuning[tuning["metric"] == "tuning_chosen"]
     assert set(chosen["method"]) == set(losses["method"])
     for method, block in losses.groupby("method"):
-        best = block.loc[block["value"].idxmin(), "tuning_point"]
+        last = block[rung[block.index] == rung[block.index].max()]
+        best = last.loc[last["value"].idxmin(), "tuning_point"]
         assert (chosen[chosen["method"] == method]["tuning_point"] == best).all(), method
     assert {"Local", "Predict the mean"} <= set(table["method"])
     assert not (table["metric"] == "validation_loss").any()  # validation stays in the tuning jobs
@@ -184,7 +192,7 @@ def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, bu
     figures = [t for t in TARGETS if get_experiment(t).has_figure]
     assert figures
     for target in TARGETS:
-        shown = f'<img src="{target}.png"' in page
+        shown = f"[![{target}]({target}.png)]({target}.png)" in page  # opens at full size
         assert shown == (target in figures), target
         if shown:
             assert get_experiment(target).source in page
@@ -303,18 +311,38 @@ def test_lint_is_clean(repo, tmp_path):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_job_rerun_in_process_gives_byte_identical_records(built, test_config, inputs_for, tmp_path, target):
-    """Determinism: the first job of every target (its first setting, every seed), run
-    again outside Snakemake, writes exactly the bytes the pipeline wrote; its records are
-    tidy, seed after seed."""
+    """Determinism: the first job of every target (its first setting, or every setting of a
+    grouped target; every seed), run again outside Snakemake, writes exactly the bytes the
+    pipeline wrote; its records are tidy, seed after seed."""
+    import networkedfl
     from networkedfl.io import Paths, write_csv
-    from networkedfl.pipeline.runner import job_settings, run_setting, seeds, tuning_settings
+    from networkedfl.pipeline.provenance import code_hash, target_modules
+    from networkedfl.pipeline.runner import job_groups, run_group, seeds, tuning_settings
 
-    setting = job_settings(test_config, target)[0]
-    tuning = ([pd.read_csv(built / Paths().tuning(target, setting))]
-              if setting in tuning_settings(test_config, target) else None)
+    job, settings = next(iter(job_groups(test_config, target).items()))
+    tuning = {s: [pd.read_csv(built / Paths().tuning(target, s))]
+              for s in settings if s in tuning_settings(test_config, target)}
+    inputs = {}  # as the workflow gives them (experiment_inputs): each variant's files, each once
+    for setting in settings:
+        for name, value in (inputs_for(target, setting=setting) or {}).items():
+            if len(settings) == 1:
+                inputs[name] = value
+                continue
+            paths = inputs.setdefault(name, [])
+            paths += [v for v in ([value] if isinstance(value, str) else value) if v not in paths]
+    # another target's table (the quirk ablation's sources) is the built one
+    tables = str(Paths().table("x").parent)
+
+    def built_table(path):
+        return str(built / path[path.index(tables):]) if tables in path else path
+
+    inputs = {k: built_table(v) if isinstance(v, str) else [built_table(p) for p in v] for k, v in inputs.items()}
+    root = Path(networkedfl.__file__).parent
     seed_list = seeds(test_config, target)
-    table = run_setting(test_config, target, setting, seed_list, inputs_for(target, setting=setting), tuning)
+    table = run_group(test_config, target, job, seed_list, inputs or None, tuning,
+                      code=code_hash(target_modules(target, root), root))
     assert {"metric", "value", "seed"} <= set(table.columns) and len(table) > 0
-    assert table["seed"].drop_duplicates().tolist() == seed_list and table["seed"].is_monotonic_increasing
+    if len(settings) == 1:
+        assert table["seed"].drop_duplicates().tolist() == seed_list and table["seed"].is_monotonic_increasing
     write_csv(table, tmp_path / "again.csv")
-    assert (tmp_path / "again.csv").read_bytes() == (built / Paths().raw(target, setting)).read_bytes()
+    assert (tmp_path / "again.csv").read_bytes() == (built / Paths().raw(target, job)).read_bytes()

@@ -23,7 +23,7 @@ from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mn
 from networkedfl.io import CorruptArtefactError, record_command
 from networkedfl.pipeline.config import check_command_line, read_yaml, type_command_line_values, validate_config
 from networkedfl.io import Paths
-from networkedfl.pipeline.environment import put_package_on_pythonpath, quote_script_interpreter
+from networkedfl.pipeline.environment import put_package_on_pythonpath, quote_job_commands, quote_script_interpreter
 from networkedfl.pipeline.integrity import check_artefacts
 from networkedfl.pipeline.runner import (
     group_params,
@@ -89,6 +89,8 @@ validate_config(config, workflow.source_path("../schemas/config.schema.yaml"), c
 # gets this by being a script rule; tests/unit/pipeline/test_checkout_paths.py fails for a
 # rule with any other action.
 quote_script_interpreter()
+# the same for the commands of cluster jobs (sbatch, srun): quoted with shlex, not repr
+quote_job_commands()
 
 # The command of this run, for the repair commands that errors print (the run's own command
 # with --forcerun <file>); its jobs inherit it. Not in the processes a cluster job starts.

@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 
-__all__ = ["put_package_on_pythonpath", "quote_script_interpreter"]
+__all__ = ["put_package_on_pythonpath", "quote_job_commands", "quote_script_interpreter"]
 
 #: How Snakemake (9.x) runs a ``script:`` job: the interpreter's path unquoted
 #: (snakemake/snakemake#2645), so a checkout under ``/a b/`` fails and one under
@@ -56,6 +56,52 @@ def quote_script_interpreter() -> None:
 
     runner._execute_cmd = _execute_cmd
     runner._networkedfl_quoted = True
+
+
+def quote_job_commands() -> None:
+    """Make the commands Snakemake hands to a cluster (``sbatch``, ``srun``) hold any path.
+
+    A job on a cluster (``--workflow-profile slurm``) is the shell command
+    ``<interpreter> -m snakemake --snakefile <path> ...`` built by Snakemake's executor
+    interface (``RealExecutor.format_job_exec``): the interpreter's path goes in unquoted
+    and string arguments are quoted with Python's ``repr``, which a shell reads wrongly for a
+    path with both quotes and leaves ``$name`` to expand inside double quotes.  This quotes
+    the interpreter and every quoted string argument with :func:`shlex.quote` (what a POSIX
+    shell reads back as the one word it was), once per process.  Local runs do not build
+    these commands; nothing else changes.
+    """
+    try:
+        from snakemake_interface_executor_plugins import utils
+        from snakemake_interface_executor_plugins.executors.real import RealExecutor
+    except ImportError:  # no executor interface: nothing builds such commands
+        return
+    if getattr(RealExecutor, "_networkedfl_quoted", False):
+        return
+    format_cli_value = utils.format_cli_value
+
+    def quoted_cli_value(value, quote=False, base64_encode=False):
+        if isinstance(value, str) and quote and not base64_encode and not utils.is_quoted(value):
+            return shlex.quote(value)
+        return format_cli_value(value, quote=quote, base64_encode=base64_encode)
+
+    RealExecutor.format_job_exec = with_quoted_interpreter(RealExecutor.format_job_exec)
+    utils.format_cli_value = quoted_cli_value
+    RealExecutor._networkedfl_quoted = True
+
+
+def with_quoted_interpreter(format_job_exec):
+    """``format_job_exec(executor, job)`` with the executor's interpreter shell-quoted (for
+    that call only: the executor's own method is unchanged afterwards)."""
+
+    def quoted_job_exec(self, job):
+        interpreter = self.get_python_executable
+        self.get_python_executable = lambda: shlex.quote(interpreter())
+        try:
+            return format_job_exec(self, job)
+        finally:
+            del self.get_python_executable
+
+    return quoted_job_exec
 
 
 def put_package_on_pythonpath(src: str | os.PathLike) -> None:

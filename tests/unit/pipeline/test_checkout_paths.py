@@ -124,7 +124,9 @@ def test_ci_run_works_from_a_checkout_whose_path_has_spaces_quotes_and_a_substit
     record = tmp_path / "calls.jsonl"
     stand_ins = tmp_path / "bin"
     stand_ins.mkdir()
-    (stand_ins / "python3").write_text(_PYTHON3.format(python=sys.executable, record=str(record)))
+    # the base interpreter in the shebang: a venv's own may lie under a path with spaces (CI's
+    # clone), which a shebang line cannot hold
+    (stand_ins / "python3").write_text(_PYTHON3.format(python=sys._base_executable, record=str(record)))
     (stand_ins / "python3").chmod(0o755)
     env = {**os.environ, "PATH": os.pathsep.join([str(stand_ins), "/usr/bin", "/bin"])}
     proc = subprocess.run(["bash", str(checkout / ".ci" / "run")], cwd=tmp_path, env=env, capture_output=True,
@@ -136,3 +138,36 @@ def test_ci_run_works_from_a_checkout_whose_path_has_spaces_quotes_and_a_substit
     assert calls[1][1][:3] == ["-m", "pip", "install"], calls  # the interpreter, not .venv/bin/pip
     assert calls[2][1][:3] == ["-m", "pytest", "-m"], calls
     assert not list(tmp_path.rglob("PWNED"))
+
+
+
+def test_cluster_job_commands_quote_any_path():
+    """Issue 37, cluster jobs: the interpreter and the string arguments of the command that
+    sbatch and srun run are quoted as a shell reads them back (Python's repr, which the
+    executor interface uses, is not: a path with both quotes, or a $name in double quotes)."""
+    import shlex
+
+    from snakemake_interface_executor_plugins import utils
+    from snakemake_interface_executor_plugins.executors.real import RealExecutor
+
+    from networkedfl.pipeline.environment import quote_job_commands, with_quoted_interpreter
+
+    path = f"/tmp/{HOSTILE}/$dollar/Snakefile"
+    quote_job_commands()
+    quote_job_commands()  # once per process
+    assert RealExecutor.format_job_exec.__name__ == "quoted_job_exec"
+    assert shlex.split(utils.format_cli_arg("--snakefile", path)) == ["--snakefile", path]
+    assert utils.format_cli_value(3) == "3" and utils.format_cli_value("plain") == "plain"
+
+    class Executor:
+        def get_python_executable(self):
+            return f"/{HOSTILE}/.venv/bin/python"
+
+    def format_job_exec(self, job):  # as RealExecutor's: the interpreter joined unquoted
+        return f"{self.get_python_executable()} -m snakemake"
+
+    executor = Executor()
+    command = with_quoted_interpreter(format_job_exec)(executor, None)
+    assert shlex.split(command) == [f"/{HOSTILE}/.venv/bin/python", "-m", "snakemake"]
+    assert format_job_exec(executor, None) != command  # unquoted, a shell could not read it back
+    assert executor.get_python_executable() == f"/{HOSTILE}/.venv/bin/python"  # unchanged after
