@@ -331,7 +331,7 @@ def test_a_job_rerun_in_process_gives_byte_identical_records(built, test_config,
             paths = inputs.setdefault(name, [])
             paths += [v for v in ([value] if isinstance(value, str) else value) if v not in paths]
     # another target's table (the quirk ablation's sources) is the built one
-    tables = str(Paths().table("x").parent)
+    tables = os.path.dirname(Paths().table("x"))
 
     def built_table(path):
         return str(built / path[path.index(tables):]) if tables in path else path
