@@ -89,17 +89,28 @@ def quote_job_commands() -> None:
     RealExecutor._networkedfl_quoted = True
 
 
+class _QuotedInterpreter:
+    """An executor seen through ``format_job_exec``: its interpreter shell-quoted, everything
+    else its own (no state is changed: the executor submits jobs from several threads)."""
+
+    def __init__(self, executor) -> None:
+        object.__setattr__(self, "_executor", executor)
+
+    def __getattr__(self, name):
+        return getattr(self._executor, name)
+
+    def __setattr__(self, name, value) -> None:
+        setattr(self._executor, name, value)
+
+    def get_python_executable(self) -> str:
+        return shlex.quote(self._executor.get_python_executable())
+
+
 def with_quoted_interpreter(format_job_exec):
-    """``format_job_exec(executor, job)`` with the executor's interpreter shell-quoted (for
-    that call only: the executor's own method is unchanged afterwards)."""
+    """``format_job_exec(executor, job)`` with the executor's interpreter shell-quoted."""
 
     def quoted_job_exec(self, job):
-        interpreter = self.get_python_executable
-        self.get_python_executable = lambda: shlex.quote(interpreter())
-        try:
-            return format_job_exec(self, job)
-        finally:
-            del self.get_python_executable
+        return format_job_exec(_QuotedInterpreter(self), job)
 
     return quoted_job_exec
 

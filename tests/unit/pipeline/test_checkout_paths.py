@@ -167,7 +167,13 @@ def test_cluster_job_commands_quote_any_path():
         return f"{self.get_python_executable()} -m snakemake"
 
     executor = Executor()
-    command = with_quoted_interpreter(format_job_exec)(executor, None)
+    quoted = with_quoted_interpreter(format_job_exec)
+    command = quoted(executor, None)
     assert shlex.split(command) == [f"/{HOSTILE}/.venv/bin/python", "-m", "snakemake"]
+    # stateless: calls from the executor's submitting threads never quote twice
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        assert set(pool.map(lambda _: quoted(executor, None), range(200))) == {command}
     assert format_job_exec(executor, None) != command  # unquoted, a shell could not read it back
     assert executor.get_python_executable() == f"/{HOSTILE}/.venv/bin/python"  # unchanged after
