@@ -54,7 +54,7 @@ def test_a_networkx_graph_whose_labels_differ_from_positions_needs_a_nodelist():
     assert list(sorted_graph.nodes) == list(range(6))
     reference = GTVRegressor(sorted_graph, lam=0.5, fit_intercept=False).fit(X, y)
     np.testing.assert_allclose(reference.coef_, W_TRUE, atol=0.05)  # the known answer
-    with pytest.raises(GraphError, match=r"nodelist.*\[2, 3, 4, 5, 0, 1\]"):
+    with pytest.raises(GraphError, match=r"\[2, 3, 4, 5, 0, 1\].*nodelist"):
         GTVRegressor(G, lam=0.5).fit(X, y)
     fitted = GTVRegressor(G, lam=0.5, nodelist=range(6), fit_intercept=False).fit(X, y)
     np.testing.assert_allclose(fitted.coef_, reference.coef_, rtol=1e-10, atol=1e-12)
@@ -64,7 +64,8 @@ def test_a_networkx_graph_whose_labels_differ_from_positions_needs_a_nodelist():
                  lambda: EmpiricalGraph.from_networkx(G)):
         with pytest.raises(GraphError, match="nodelist"):
             call()
-    assert np.array_equal(as_graph(G, nodelist=sorted(G)).edges, as_graph(sorted_graph).edges)
+    edge_set = {tuple(e) for e in as_graph(G, nodelist=sorted(G)).edges.tolist()}
+    assert edge_set == {tuple(e) for e in as_graph(sorted_graph).edges.tolist()}
 
 
 def test_labels_that_are_not_positions_need_a_nodelist_and_a_bad_nodelist_is_named():
@@ -91,7 +92,7 @@ def test_parallel_edges_of_a_multigraph_are_summed_with_a_warning():
     G.add_edge(0, 1, weight=1.0)
     G.add_edge(0, 1, weight=2.5)
     G.add_edge(1, 2, weight=1.0)
-    with pytest.warns(UserWarning, match=r"parallel edges.*summed.*\{0, 1\}"):
+    with pytest.warns(UserWarning, match=r"parallel edges.*\{0, 1\}.*summed"):
         graph = EmpiricalGraph.from_networkx(G)
     assert not graph.parallel_edges and graph.n_edges == 2
     assert dict(zip(map(tuple, graph.edges.tolist()), graph.weights.tolist(), strict=True)) == {
