@@ -189,7 +189,8 @@ class EmpiricalGraph:
 
     def to_networkx(self) -> Any:
         """A :mod:`networkx` ``Graph`` (``MultiGraph`` with parallel edges) on nodes
-        ``0 .. n - 1``, edge attribute ``weight``, node attribute ``cluster`` if known."""
+        ``0 .. n - 1``, edge attribute ``weight``, node attribute ``cluster`` if known.
+        :meth:`from_networkx` of a ``MultiGraph`` sums its parallel edges (one edge per pair)."""
         import networkx as nx  # optional: only this method needs it
 
         out = nx.MultiGraph() if self.parallel_edges else nx.Graph()
