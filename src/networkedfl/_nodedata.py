@@ -243,17 +243,20 @@ def node_samples(estimator: Any, n_nodes: int | None, X: Any, y: Any = None, *,
     bad = (node != np.round(node)) | (node < 0) | (node >= n_nodes)
     if bad.any():
         raise ValueError(f"X's first column must hold node indices in [0, {n_nodes}) (the graph's "
-                         f"nodes); row {int(np.flatnonzero(bad)[0])} has {node[bad][0]!r}")
+                         f"nodes); row {int(np.flatnonzero(bad)[0])} has {node[bad][0]!r}.  A scaler in "
+                         "a Pipeline must leave that column out: ColumnTransformer([('node', "
+                         "'passthrough', [0]), ('x', StandardScaler(), slice(1, None))]) (docs/package.md)")
     return table[:, 1:], labels, node.astype(np.int64), sizes
 
 
-def per_node_output(values: np.ndarray, X: Any, sizes: list[int] | None) -> Any:
-    """Per-sample ``values`` in the layout of ``X``: as they are for a table, ``(n, m)`` for a
-    stacked ``(n, m, d)`` array, a list of per-node arrays for a sequence of arrays."""
-    if sizes is None:
-        return values
-    parts = np.split(values, np.cumsum(sizes)[:-1])
-    return np.stack(parts) if isinstance(X, np.ndarray) else parts
+def per_node_output(values: np.ndarray, X: Any, sizes: list[int] | None) -> np.ndarray:
+    """Per-sample ``values`` as an ndarray in the layout of ``X``: ``(N,)`` for a table,
+    ``(n, m)`` for a stacked ``(n, m, d)`` array, and ``(N,)`` for a sequence of per-node
+    arrays, node after node in the order of their samples (node ``i``'s predictions are
+    ``np.split(values, np.cumsum(sizes)[:-1])[i]``), as scikit-learn's ``predict`` returns."""
+    if sizes is not None and isinstance(X, np.ndarray):
+        return values.reshape(len(sizes), -1)
+    return values
 
 
 def pooled_labels(y: Any, per_node: bool) -> np.ndarray:

@@ -25,7 +25,7 @@ def test_own_network_with_the_public_api():
     y = np.einsum("nmd,nd->nm", x, w) + 0.1 * rng.standard_normal((n, 10))
 
     gtv = GTVRegressor(graph, lam=0.1, n_iter=500).fit(x, y)
-    assert gtv.weights_.shape == (n, 2) and gtv.score(x, y) > 0.95
+    assert gtv.coef_.shape == (n, 2) and gtv.score(x, y) > 0.95
     public = rng.standard_normal((n, 20, 2))
     trees = FedRelax(DecisionTreeRegressor(max_depth=3, random_state=0), graph, alpha=0.05, n_iter=3,
                      random_state=0).fit(x, y, public=public)

@@ -10,6 +10,7 @@ block model, chain of clusters with a bridge edge, star) draw from an explicit
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -163,26 +164,33 @@ class EmpiricalGraph:
                       nodelist: Sequence[Any] | None = None, clusters: np.ndarray | None = None) -> EmpiricalGraph:
         """The graph of an undirected :mod:`networkx` graph (``Graph`` or ``MultiGraph``).
 
-        Node ``i`` is the ``i``-th of ``nodelist`` (default ``list(graph.nodes)``, insertion
-        order); an edge's weight is its attribute ``weight`` (``default`` where missing;
-        ``weight=None``: every weight ``default``).  A ``MultiGraph`` gives
-        ``parallel_edges=True``.  Self-loops and directed graphs are refused.
+        Node ``i`` is the ``i``-th of ``nodelist``: the order in which the data are given
+        (``X[i]`` is the data of ``nodelist[i]``).  Without ``nodelist`` the nodes must be the
+        integers ``0 .. n - 1`` listed in that order by ``graph.nodes`` (node ``i`` is label
+        ``i``); any other labels, or these in another order (nodes inserted as ``[2, 3, 0,
+        1]``), are a :class:`GraphError` naming ``nodelist``: the order of the data cannot be
+        guessed from the graph.  An edge's weight is its attribute ``weight`` (``default``
+        where missing; ``weight=None``: every weight ``default``).  The parallel edges of a
+        ``MultiGraph`` become one edge whose weight is their sum (with a warning naming the
+        pairs): the GTV penalty ``sum_e A_e phi(w_i - w_j)`` is the same, and a mixing matrix
+        sees one neighbour per pair.  Self-loops and directed graphs are refused.
         """
         if graph.is_directed():
             raise GraphError("a directed networkx graph has no empirical graph: pass graph.to_undirected()")
-        nodes = list(graph.nodes) if nodelist is None else list(nodelist)
+        nodes = _node_order(graph, nodelist)
         index = {node: i for i, node in enumerate(nodes)}
-        if len(index) != len(nodes) or set(index) != set(graph.nodes):
-            raise GraphError("nodelist must hold every node of the graph exactly once")
         rows = [(index[u], index[v], default if weight is None else data.get(weight, default))
                 for u, v, data in graph.edges(data=True)]
         edges = np.array([(u, v) for u, v, _ in rows], dtype=np.int64).reshape(-1, 2)
         weights = np.array([w for _, _, w in rows], dtype=np.float64)
-        return cls(len(nodes), edges, weights, clusters=clusters, parallel_edges=bool(graph.is_multigraph()))
+        if graph.is_multigraph():
+            edges, weights = _sum_parallel_edges(edges, weights, len(nodes))
+        return cls(len(nodes), edges, weights, clusters=clusters)
 
     def to_networkx(self) -> Any:
         """A :mod:`networkx` ``Graph`` (``MultiGraph`` with parallel edges) on nodes
-        ``0 .. n - 1``, edge attribute ``weight``, node attribute ``cluster`` if known."""
+        ``0 .. n - 1``, edge attribute ``weight``, node attribute ``cluster`` if known.
+        :meth:`from_networkx` of a ``MultiGraph`` sums its parallel edges (one edge per pair)."""
         import networkx as nx  # optional: only this method needs it
 
         out = nx.MultiGraph() if self.parallel_edges else nx.Graph()
@@ -257,6 +265,46 @@ class EmpiricalGraph:
         clusters = None if self.clusters is None else self.clusters[nodes]
         return EmpiricalGraph(nodes.size, relabel[self.edges[keep]], self.weights[keep], clusters,
                               parallel_edges=self.parallel_edges)
+
+
+def _node_order(graph: Any, nodelist: Sequence[Any] | None) -> list[Any]:
+    """The nodes of a networkx graph in the order of the data: ``nodelist``, or the labels
+    ``0 .. n - 1`` when ``graph.nodes`` lists exactly these in that order; else an error."""
+    labels = list(graph.nodes)
+    if nodelist is None:
+        if all(isinstance(v, int | np.integer) and not isinstance(v, bool) and v == i
+               for i, v in enumerate(labels)):
+            return labels
+        shown = ", ".join(repr(v) for v in labels[:10]) + (", ..." if len(labels) > 10 else "")
+        integers = all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in labels)
+        why = ("its integer labels are not their positions in graph.nodes" if integers
+               else "its labels are not the integers 0 .. n-1")
+        raise GraphError(f"a networkx graph whose nodes are [{shown}]: {why}, so the order of the data "
+                         "is not known; pass nodelist= (node i is nodelist[i], the node of X[i]; e.g. "
+                         "nodelist=sorted(G) when X[i] is the data of node label i) to GTVRegressor, "
+                         "or give the functions as_graph(G, nodelist=...)")
+    nodes = list(nodelist)
+    if len(set(nodes)) != len(nodes) or len(nodes) != len(labels):
+        raise GraphError(f"nodelist must hold every node of the graph exactly once: {len(nodes)} entries "
+                         f"({len(set(nodes))} distinct) for {len(labels)} nodes")
+    unknown = [v for v in nodes if v not in graph]
+    if unknown:
+        raise GraphError(f"nodelist holds {unknown[0]!r}, which is not a node of the graph")
+    return nodes
+
+
+def _sum_parallel_edges(edges: np.ndarray, weights: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """One edge per node pair, weighted by the sum of its parallel edges (with a warning)."""
+    pairs = np.sort(edges, axis=1)
+    keys, inverse, counts = np.unique(pairs[:, 0] * n + pairs[:, 1], return_inverse=True, return_counts=True)
+    if (counts == 1).all():
+        return edges, weights
+    repeated = keys[counts > 1]
+    shown = ", ".join(f"{{{k // n}, {k % n}}}" for k in repeated[:10].tolist())
+    warnings.warn(f"the MultiGraph has parallel edges between {repeated.size} node pairs ({shown}"
+                  f"{', ...' if repeated.size > 10 else ''}): their weights are summed into one edge "
+                  "per pair (the same GTV penalty)", UserWarning, stacklevel=3)
+    return np.stack([keys // n, keys % n], axis=1), np.bincount(inverse, weights=weights, minlength=keys.size)
 
 
 def _structure(graph: EmpiricalGraph) -> sp.csr_matrix:
@@ -470,15 +518,20 @@ def is_networkx_graph(obj: Any) -> bool:
 GraphLike = Any
 
 
-def as_graph(graph: GraphLike, *, name: str = "graph") -> EmpiricalGraph:
+def as_graph(graph: GraphLike, *, name: str = "graph", nodelist: Sequence[Any] | None = None) -> EmpiricalGraph:
     """An :class:`EmpiricalGraph` from what users have: an ``EmpiricalGraph`` (returned as
-    it is), an undirected :mod:`networkx` graph (:meth:`EmpiricalGraph.from_networkx`) or a
-    symmetric adjacency matrix, dense or scipy sparse (:meth:`EmpiricalGraph.from_adjacency`).
-    Every public entry point that takes a graph accepts all three."""
+    it is), an undirected :mod:`networkx` graph (:meth:`EmpiricalGraph.from_networkx`, with
+    ``nodelist``: the order of the data, needed unless the nodes are ``0 .. n - 1`` in that
+    order) or a symmetric adjacency matrix, dense or scipy sparse
+    (:meth:`EmpiricalGraph.from_adjacency`: node ``i`` is row ``i``).  Every public entry
+    point that takes a graph accepts all three."""
+    if nodelist is not None and not is_networkx_graph(graph):
+        raise ValueError(f"nodelist orders the nodes of a networkx graph; {name} is a "
+                         f"{type(graph).__name__}, whose node i is already its row i")
     if isinstance(graph, EmpiricalGraph):
         return graph
     if is_networkx_graph(graph):
-        return EmpiricalGraph.from_networkx(graph)
+        return EmpiricalGraph.from_networkx(graph, nodelist=nodelist)
     if sp.issparse(graph) or isinstance(graph, np.ndarray | list):
         return EmpiricalGraph.from_adjacency(graph)
     raise TypeError(f"{name} must be an EmpiricalGraph, a networkx graph or an adjacency matrix, "

@@ -45,6 +45,7 @@ solves a grid of ``lambda`` values with warm starts.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -471,6 +472,13 @@ def gtv_primal_dual(
 ) -> PrimalDualResult:
     """GTV minimisation by the primal-dual method (GTV Algorithm 1).
 
+    The defaults of ``gtv_primal_dual`` are the paper's: ``method="pdhg"`` (fixed steps) for
+    ``n_iter=1000`` (1,000) iterations without a stopping rule.  :class:`~networkedfl.gtv.GTVRegressor`
+    calls this function with other defaults, ``method="restarted"``, ``n_iter=10_000``
+    (10,000, a cap) and ``rel_gap_tol=1e-6``: a fit certified to a relative gap of 10^-6.
+    When a stopping rule (``gap_tol`` or ``rel_gap_tol``) is given and not met within
+    ``n_iter`` iterations, a :class:`sklearn.exceptions.ConvergenceWarning` says so.
+
     Parameters
     ----------
     graph
@@ -601,10 +609,30 @@ def gtv_primal_dual(
                             adaptive=method == "restarted" and gap_every is None)
     if method == "restarted":
         problem = _restarted._RestartProblem(graph, loss, penalty, tau, sigma, kernels)
-        return problem.solve(radius, w, u, n_iter, primal_weight=primal_weight, stopping=stopping,
-                             callback=callback, progress=progress)
-    iteration = _Iteration(graph, loss, penalty, radius, tau, sigma, prox_tau, extrapolation, kernels, u)
-    return _run_fixed(iteration, w, u, n_iter, stopping, callback, progress)
+        result = problem.solve(radius, w, u, n_iter, primal_weight=primal_weight, stopping=stopping,
+                               callback=callback, progress=progress)
+    else:
+        iteration = _Iteration(graph, loss, penalty, radius, tau, sigma, prox_tau, extrapolation, kernels, u)
+        result = _run_fixed(iteration, w, u, n_iter, stopping, callback, progress)
+    if stopping is not None and not result.converged and result.n_iter == n_iter:
+        _warn_unconverged("gtv_primal_dual", result.n_iter, result.gap, result.rel_gap, gap_tol, rel_gap_tol)
+    return result
+
+
+def _warn_unconverged(name: str, n_iter: int, gap: float, rel_gap: float, gap_tol: float | None,
+                     rel_gap_tol: float | None) -> None:
+    """scikit-learn's :class:`~sklearn.exceptions.ConvergenceWarning` for a solve that used its
+    ``n_iter`` iterations without meeting its stopping rule, with the last certified gap."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    rule = " or ".join(f"{key} = {tol:g}" for key, tol in (("gap_tol", gap_tol), ("rel_gap_tol", rel_gap_tol))
+                       if tol is not None)
+    warnings.warn(f"{name} stopped after n_iter = {n_iter} iterations with the certified gap {gap:.3g} "
+                  f"(relative {rel_gap:.3g}), short of {rule}: the weights may be far from the optimum; "
+                  "raise n_iter (or use method='restarted').  NaN: the gap was not evaluated yet "
+                  "(gap_every); inf: no feasible dual point to certify it (nodes holding fewer "
+                  "samples than features)",
+                  ConvergenceWarning, stacklevel=3)
 
 
 def _check_method(method, prox_tau, dual_update, rel_gap_tol, primal_weight, gap_every) -> None:

@@ -415,8 +415,10 @@ def test_graphs_from_adjacency_and_networkx_round_trip():
     assert _canonical(EmpiricalGraph.from_networkx(nxg)) == _canonical(g)
     # node labels of any kind, in the order of nodelist
     labelled = nx.relabel_nodes(nxg, {i: f"client-{i}" for i in range(g.n_nodes)})
-    assert _canonical(EmpiricalGraph.from_networkx(labelled)) == _canonical(g)
-    assert np.array_equal(EmpiricalGraph.from_networkx(labelled, weight=None).weights, np.ones(g.n_edges))
+    order = [f"client-{i}" for i in range(g.n_nodes)]
+    assert _canonical(EmpiricalGraph.from_networkx(labelled, nodelist=order)) == _canonical(g)
+    weightless = EmpiricalGraph.from_networkx(labelled, weight=None, nodelist=order)
+    assert np.array_equal(weightless.weights, np.ones(g.n_edges))
     for same in (g, nxg, g.adjacency, g.adjacency.toarray()):
         assert _canonical(as_graph(same)) == _canonical(g)
 

@@ -39,7 +39,7 @@ def hand_loop(graph, X, y, node, lam, folds):
         held = np.unique(node[test])
         mask = ~np.isin(np.arange(graph.n_nodes), held)
         model = GTVRegressor(graph, lam=lam, n_iter=500).fit(X, y, mask=mask)
-        pred = np.concatenate([X[i] @ model.coef_[i] for i in held])
+        pred = np.concatenate([X[i] @ model.coef_[i] + model.intercept_[i] for i in held])
         scores.append(r2_score(np.concatenate([y[i] for i in held]), pred))
     return float(np.mean(scores))
 
@@ -60,12 +60,13 @@ def test_grid_search_over_lambda_with_nodes_held_out_equals_the_hand_loop():
 
 def test_the_table_and_the_per_node_arrays_fit_the_same_model():
     graph, X, y, _, table, target = clustered(1)
-    per_node = GTVRegressor(graph, lam=0.1, n_iter=300, method="pdhg", rel_gap_tol=None).fit(X, y)
-    flat = GTVRegressor(graph, lam=0.1, n_iter=300, method="pdhg", rel_gap_tol=None).fit(table, target)
+    options = dict(lam=0.1, n_iter=300, method="pdhg", rel_gap_tol=None, fit_intercept=False)
+    per_node = GTVRegressor(graph, **options).fit(X, y)
+    flat = GTVRegressor(graph, **options).fit(table, target)
     direct = gtv_primal_dual(graph, SquaredErrorLoss(NodeData.from_ragged(X, y)), "nlasso", 0.1, 300)
     np.testing.assert_array_equal(per_node.coef_, direct.weights)
     np.testing.assert_array_equal(flat.coef_, direct.weights)
-    np.testing.assert_array_equal(flat.predict(table), np.concatenate(per_node.predict(X)))
+    np.testing.assert_array_equal(flat.predict(table), per_node.predict(X))
     assert flat.n_features_in_ == 3 and per_node.n_features_in_ == 3  # the node column and d = 2
 
 
@@ -78,7 +79,7 @@ def test_the_old_graph_first_call_says_what_changed():
 def test_options_of_the_solver_and_a_convergence_attribute():
     graph, X, y, *_ = clustered(2)
     seen = []
-    model = GTVRegressor(graph, lam=0.1, n_iter=400, tau=0.5, gap_tol=1e-6, method="pdhg",
+    model = GTVRegressor(graph, lam=0.1, n_iter=400, tau=0.5, gap_tol=1e-6, method="pdhg", fit_intercept=False,
                          callback=lambda state: seen.append(state.iteration) or state.iteration == 50)
     model.fit(X, y)
     assert model.n_iter_ == 50 and seen[-1] == 50 and model.converged_ is False
@@ -96,7 +97,9 @@ def test_fit_intercept_gives_every_node_an_intercept():
     model = GTVRegressor(graph, lam=0.05, n_iter=4000, fit_intercept=True).fit(X, shifted)
     assert model.intercept_.shape == (16,)
     assert np.abs(model.intercept_[:8] - 5.0).max() < 0.5 and np.abs(model.intercept_[8:] + 3.0).max() < 0.5
-    assert model.score(X, shifted) > GTVRegressor(graph, lam=0.05, n_iter=4000).fit(X, shifted).score(X, shifted)
+    through_origin = GTVRegressor(graph, lam=0.05, n_iter=4000, fit_intercept=False).fit(X, shifted)
+    assert model.score(X, shifted) > through_origin.score(X, shifted)
+    assert GTVRegressor().fit_intercept  # the default, as scikit-learn's linear models (issue 42)
 
 
 def test_column_labels_and_nodes_without_samples():
