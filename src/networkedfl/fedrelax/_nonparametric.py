@@ -285,7 +285,9 @@ def fedrelax(
         FL network; ``A_ii'`` are its edge weights (weight-0 edges contribute nothing).
     features, labels
         Local datasets ``D^(i)``: per node ``(m_i, d)`` and ``(m_i,)`` (a sequence, or
-        stacked ``(n, m, d)`` / ``(n, m)`` arrays).
+        stacked ``(n, m, d)`` / ``(n, m)`` arrays).  Numeric labels; with classifiers as
+        local models, class codes ``0 .. K-1`` (the neighbours' predicted classes are then the
+        pseudo-labels; :class:`FedRelaxClassifier` encodes labels of any type).
     public
         Public datasets ``P^(i)``, per node ``(m'_i, d)`` (sequence or ``(n, m', d)``).
     estimators
@@ -567,7 +569,8 @@ class _FedRelaxBase(BaseEstimator):
 
 
 class FedRelax(RegressorMixin, _FedRelaxBase):
-    """Scikit-learn-style FedRelax (Algorithm 1) for a network of arbitrary regressors.
+    """Scikit-learn-style FedRelax (Algorithm 1) for a network of arbitrary regressors
+    (classifiers: :class:`FedRelaxClassifier`).
 
     The graph is a parameter and the data follow GTVRegressor's conventions: one table of the
     samples of all nodes whose first column is the node of each sample, or one array per node
@@ -702,6 +705,7 @@ class FedRelaxClassifier(ClassifierMixin, _FedRelaxBase):
 
     def fit(self, X: Any, y: Any, public: Any = None, *more: Any) -> FedRelaxClassifier:
         """Encode the labels of all nodes and run FedRelax on their codes (as :meth:`FedRelax.fit`)."""
+        from sklearn.utils import assert_all_finite
         from sklearn.utils.multiclass import check_classification_targets
 
         if y is None:
@@ -712,6 +716,8 @@ class FedRelaxClassifier(ClassifierMixin, _FedRelaxBase):
         if any(v.ndim > 2 or (v.ndim == 2 and v.shape[1] != 1) for v in parts):
             raise ValueError("FedRelaxClassifier takes one label per sample (y of shape (N,) or one "
                              f"(m_i,) per node); got shape {next(v.shape for v in parts if v.ndim > 1)}")
+        if pooled.dtype.kind in "fc":
+            assert_all_finite(pooled, input_name="y")  # before the target type, which casts y
         check_classification_targets(pooled)
         self.classes_, codes = np.unique(pooled, return_inverse=True)
         codes = np.split(codes.ravel(), np.cumsum([v.size for v in parts])[:-1])

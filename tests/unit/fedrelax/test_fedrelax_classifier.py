@@ -50,6 +50,10 @@ def test_string_labels_come_back_as_labels_of_their_dtype():
     assert isinstance(pred, np.ndarray) and pred.dtype == y.dtype and pred.shape == (n * m,)
     assert set(pred) <= {"down", "up"}
     assert model.score(table, y_val.ravel()) > 0.8  # the sign of a 2-d linear model, 20 points each
+    np.testing.assert_array_equal(model.predict_node(3, data.val_features[3]), pred[3 * m: 4 * m])
+    per_node = model.predict(list(data.val_features))
+    assert [p.dtype for p in per_node] == [y.dtype] * n
+    np.testing.assert_array_equal(np.concatenate(per_node), pred)
 
 
 def test_integer_labels_stay_integers_not_floats():
@@ -125,6 +129,7 @@ def test_regression_targets_are_refused_by_the_classifier():
 CLASSIFIER_EXPECTED_FAILURES = {}
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no cast of an infinite y on the way to its error
 def test_check_estimator_passes_all_but_the_documented_checks():
     results = check_estimator(FedRelaxClassifier(DecisionTreeClassifier(max_depth=3), n_iter=2),
                               on_fail=None, on_skip=None,
