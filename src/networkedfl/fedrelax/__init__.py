@@ -2,9 +2,8 @@
 
 The non-parametric algorithm (:class:`FedRelax`, :func:`fedrelax`: any regressor with
 ``fit``/``predict``, e.g. scikit-learn trees; :class:`FedRelaxClassifier` for classifiers),
-the parametric one for linear models
-(:func:`fedrelax_linear`, PyTorch), the paper's synthetic networked data and the metrics
-and variation bound of its Section V.  The two algorithms are loaded on first use
+the parametric one for linear models (:func:`fedrelax_linear`, PyTorch), the paper's
+synthetic networked data and the metrics and variation bound of its Section V.  The two algorithms are loaded on first use
 (scikit-learn and PyTorch respectively).
 """
 
