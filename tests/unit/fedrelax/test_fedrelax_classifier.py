@@ -174,3 +174,23 @@ def test_a_scaling_pipeline_predicts_as_the_weighted_bare_model_on_scaled_data()
                      make_pipeline(StandardScaler(), LinearRegression()), **kwargs)
     for b, p, x in zip(bare.estimators, piped.estimators, data.val_features, strict=True):
         np.testing.assert_allclose(p.predict(x), b.predict(x), rtol=1e-8, atol=1e-10)
+
+
+def test_with_metadata_routing_the_final_step_that_requests_weights_gets_them():
+    """scikit-learn's metadata routing on: ``sample_weight`` goes to the step that requested it
+    (the same refit as the bare model); a Pipeline whose step did not request it is an error
+    from scikit-learn, not a silent resample."""
+    import sklearn
+
+    data = clustered_data([3, 3], 0.9, 0.1, 2, 8, 10, 12, 0.1, np.random.default_rng(7))
+    kwargs = dict(alpha=0.3, n_iter=2, seed=0)
+    bare = fedrelax(data.graph, data.features, data.labels, data.public, LinearRegression(), **kwargs)
+    with sklearn.config_context(enable_metadata_routing=True):
+        requested = make_pipeline(StandardScaler(with_mean=False, with_std=False).set_fit_request(sample_weight=False),
+                                  LinearRegression().set_fit_request(sample_weight=True))
+        piped = fedrelax(data.graph, data.features, data.labels, data.public, requested, **kwargs)
+        with pytest.raises(Exception, match="sample_weight"):
+            fedrelax(data.graph, data.features, data.labels, data.public,
+                     make_pipeline(StandardScaler(), LinearRegression()), **kwargs)
+    for b, p in zip(bare.estimators, piped.estimators, strict=True):
+        np.testing.assert_allclose(p[-1].coef_, b.coef_, rtol=1e-9, atol=1e-12)
