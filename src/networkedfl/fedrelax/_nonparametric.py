@@ -125,10 +125,8 @@ def _weight_key(estimator: Any) -> str | None:
 
 
 def _is_pipeline(estimator: Any) -> bool:
-    try:
-        from sklearn.pipeline import Pipeline
-    except ImportError:  # pragma: no cover - scikit-learn is a core dependency
-        return False
+    from sklearn.pipeline import Pipeline
+
     return isinstance(estimator, Pipeline)
 
 
@@ -353,7 +351,7 @@ def fedrelax(
     models = _make_estimators(estimators, n) if fit_initial else list(estimators)
     if len(models) != n:
         raise ValueError(f"need one estimator per node: got {len(models)} for {n} nodes")
-    weighted = [_weight_key(m) for m in models]  # the keyword of fit for the weights, or None
+    weight_keys = [_weight_key(m) for m in models]  # the keyword of fit for the weights, or None
     trees = [_is_tree(m) for m in models]  # inputs already checked: skip the trees' own checks
     m_local = np.array([x.shape[0] for x in xs], np.int64)
     local_w = [np.full(int(m), 1.0 / m if weighting == "objective" else 1.0) for m in m_local]
@@ -379,7 +377,7 @@ def fedrelax(
     workers = 1 if n_jobs is None else check_int(n_jobs, "n_jobs", minimum=1)
     with _NodeWork(trees, workers) as work:
         if fit_initial:  # h_0: each model on its own data
-            work.map(_fit, [(i, (models[i], xs[i], ys[i], local_w[i], weighted[i], rng, trees[i])) for i in range(n)])
+            work.map(_fit, [(i, (models[i], xs[i], ys[i], local_w[i], weight_keys[i], rng, trees[i])) for i in range(n)])
         stopped = record(0)
         sampler = distillation_sampler or _standard_normal
         coupled = alpha > 0 and adj.nnz > 0
@@ -429,7 +427,7 @@ def fedrelax(
                     y_parts.append(np.asarray(z_pred[i], float))
                     w_parts.append(np.full(int(self_distillation), float(distillation_weight)))
                 fits.append((i, (models[i], np.concatenate(x_parts), np.concatenate(y_parts),
-                                  np.concatenate(w_parts), weighted[i], rng, trees[i])))
+                                  np.concatenate(w_parts), weight_keys[i], rng, trees[i])))
             work.map(_fit, fits)
             if record(k):
                 break
