@@ -27,6 +27,7 @@ from .gtv import (
 __all__ = [
     "EmpiricalGraph",
     "FedRelax",
+    "FedRelaxClassifier",
     "GTVRegressor",
     "NodeData",
     "PrimalDualResult",
@@ -46,6 +47,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "FedRelax": ".fedrelax._nonparametric",
+    "FedRelaxClassifier": ".fedrelax._nonparametric",
     "GTVRegressor": ".gtv._estimator",
 }
 

@@ -201,7 +201,7 @@ def refuse_graph_first(estimator: Any, X: Any) -> None:
     import scipy.sparse as sp
 
     name = type(estimator).__name__
-    first = "estimator, graph" if name == "FedRelax" else "graph"
+    first = "estimator, graph" if name.startswith("FedRelax") else "graph"
     moved = (f"{name} takes the graph at construction: {name}({first}, ...).fit(X, y) (the first "
              "argument of fit is the data; fit(graph, X, y) was the old call)")
     if sp.issparse(X):

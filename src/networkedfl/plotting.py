@@ -66,7 +66,7 @@ def _label(name: str, value: object) -> str:
     return f"{name} = {shown}"
 
 
-#: Line style of each variant (EXPERIMENTS.md §8): the published curves are the main ones.
+#: Line style of each variant (docs/variants.md): the published curves are the main ones.
 VARIANT_STYLES = {"published": "-", "paper": "--"}
 VARIANT_LABELS = {"published": "published (authors' notebooks)", "paper": "paper (its equations)"}
 VARIANT_SHORT = {"published": "published", "paper": "paper"}

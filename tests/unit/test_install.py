@@ -112,3 +112,49 @@ def test_the_package_ships_its_type_information():
     # the wheel ships the package directory whole (hatchling), py.typed with it; the core
     # install's test (tests/integration/test_core_install.py) finds it in site-packages
     assert data["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == ["src/networkedfl"]
+
+
+#: The extras each tutorial needs (the README's table of tutorials says the same).
+TUTORIALS = {"tutorial_own_network.ipynb": ("tutorials",), "tutorial_torch.ipynb": ("tutorials", "torch")}
+
+
+def notebook_imports(path):
+    """Top-level modules imported by a notebook's code cells."""
+    import ast
+    import json
+
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    modules = set()
+    for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
+        source = "\n".join(line for line in "".join(cell["source"]).splitlines()
+                           if not line.lstrip().startswith(("!", "%")))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                modules |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                modules.add(node.module.split(".")[0])
+    return modules
+
+
+def test_the_tutorials_extras_install_what_the_tutorials_import():
+    """Issue 42 item 8: every module a tutorial imports comes with the core or the extras the
+    README lists for it, and the tutorials extra runs notebooks (nbconvert, a kernel)."""
+    from importlib.metadata import packages_distributions
+
+    extras = project()["optional-dependencies"]
+    core = requirement_names(project()["dependencies"])
+    distributions = packages_distributions()
+    assert set(TUTORIALS) == {p.name for p in (ROOT / "notebooks").glob("tutorial_*.ipynb")}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for notebook, needs in TUTORIALS.items():
+        row = next(line for line in readme.splitlines() if f"`notebooks/{notebook}`" in line and "pip install" in line)
+        assert f'pip install ".[{",".join(needs)}]"' in row, row
+        installed = core | {"networkedfl"} | set().union(*(installed_by(extra, extras) for extra in needs))
+        imports = notebook_imports(ROOT / "notebooks" / notebook) - set(sys.stdlib_module_names)
+        needed = {name: {d.lower() for d in distributions.get(name, [name])} for name in imports}
+        uncovered = {name: dists for name, dists in needed.items() if not dists & installed}
+        assert not uncovered, f"{notebook} imports {uncovered}, which {needs} do not install"
+    assert {"nbconvert", "ipykernel", "networkx", "matplotlib", "pandas"} <= installed_by("tutorials", extras)
+    assert installed_by("tutorials", extras) <= installed_by("test", extras)  # CI runs them (pinned)

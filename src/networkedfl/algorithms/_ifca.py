@@ -21,7 +21,7 @@ full-batch gradient descent with ``lr = 0.1`` for 300 rounds.
 
 The authors' notebook divides each cluster's summed gradient by the number of *all*
 clients, not by the cluster's: ``theta_j -= lr * (1/m) sum_{i in j} grad F_i(theta_j)``
-(``aggregation="all_clients"``; EXPERIMENTS.md §8 item 10, the ``published`` variant).  A
+(``aggregation="all_clients"``; docs/variants.md §8.10, the ``published`` variant).  A
 cluster with few clients then barely moves, its clients drift to the large cluster, and
 IFCA collapses to (almost) one model.
 """
@@ -117,7 +117,7 @@ def ifca(
         ``None`` (default): every round, also the first, assigns each client to the model
         of least local loss.  An ``(n,)`` array of cluster indices: the clusters of round 1
         (e.g. all zeros: every client starts in cluster 0, as the GTV authors' MNIST
-        notebook does, EXPERIMENTS.md §8 item 10); min-loss from round 2 on.
+        notebook does, docs/variants.md §8.10); min-loss from round 2 on.
 
     Returns
     -------

@@ -1,7 +1,6 @@
 """The papers the targets reproduce, and each paper's targets in the order the paper presents them.
 
-The order is that of ``../shared/EXPERIMENTS.md`` §1 (the papers' own order of figures and
-tables); targets that are not in a paper (the GTV quirk ablations and the step scan) come
+The order is the papers' own order of figures and tables (docs/targets.md); targets that are not in a paper (the GTV quirk ablations and the step scan) come
 after the paper's own.  The gallery, ``claims.md`` and the index page list targets in this
 order; ``tests/unit/experiments/test_papers.py`` checks that every registered target is here
 exactly once.

@@ -54,7 +54,7 @@ class Claim:
     """One claim of a paper, decided on a target's table (:mod:`.claims`).
 
     ``verdict`` is ``holds``, ``fails`` or ``inconclusive``; ``kind`` is ``paper`` (a claim
-    of the paper, or of EXPERIMENTS.md's list for it) or ``reference`` / ``diagnostic`` (a
+    of the paper, or of the reproduction's list for it, docs/verdicts.md) or ``reference`` / ``diagnostic`` (a
     check of the comparison itself; by default read from a ``[reference]`` or
     ``[diagnostic]`` prefix of the text).  ``effect`` with its interval ``low``..``high``
     (``interval`` says how it was computed) and ``n_seeds`` are those of the case that

@@ -1,6 +1,6 @@
 """Variants of a target: the same experiment under named sets of parameter overrides.
 
-The GTV targets run in two variants side by side (EXPERIMENTS.md §8, issue 16):
+The GTV targets run in two variants side by side (docs/variants.md, issue 16):
 
 * ``published``: what the authors' notebooks computed; each notebook behaviour that changes
   the numbers is a named option of the package, switched on by the variant's overrides;

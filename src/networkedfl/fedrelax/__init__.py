@@ -1,9 +1,9 @@
 """FedRelax (Abdurakhmanova et al. 2024; Jung 2023): model-agnostic FL over networks.
 
 The non-parametric algorithm (:class:`FedRelax`, :func:`fedrelax`: any regressor with
-``fit``/``predict``, e.g. scikit-learn trees), the parametric one for linear models
-(:func:`fedrelax_linear`, PyTorch), the paper's synthetic networked data and the metrics
-and variation bound of its Section V.  The two algorithms are loaded on first use
+``fit``/``predict``, e.g. scikit-learn trees; :class:`FedRelaxClassifier` for classifiers),
+the parametric one for linear models (:func:`fedrelax_linear`, PyTorch), the paper's
+synthetic networked data and the metrics and variation bound of its Section V.  The two algorithms are loaded on first use
 (scikit-learn and PyTorch respectively).
 """
 
@@ -34,6 +34,7 @@ __all__ = [
     "clustered_data",
     "error_tolerance",
     "FedRelax",
+    "FedRelaxClassifier",
     "fedrelax",
     "fedrelax_linear",
     "FedRelaxData",
@@ -65,6 +66,7 @@ _LAZY = {
     "fedrelax": "._nonparametric",
     "predict_nodes": "._nonparametric",
     "FedRelax": "._nonparametric",
+    "FedRelaxClassifier": "._nonparametric",
     "LinearProblem": "._parametric",
     "LinearFedRelaxResult": "._parametric",
     "adjacency_tensor": "._parametric",

@@ -27,9 +27,11 @@ Options:
 * ``public_subsample=r``: each node shares its predictions on a fresh random subset of
   ``r`` of its public points per iteration, weighted by ``|P^(i')| / r`` (an unbiased
   estimate of the discrepancy at a fraction of the fitting cost).
-* Models whose ``fit`` takes no ``sample_weight`` (e.g. ``KNeighborsRegressor``) are fitted
-  on a weighted resample (with replacement, probabilities proportional to the weights) of
-  the augmented dataset, of the same size.
+* A scikit-learn ``Pipeline`` gets the weights through its final step
+  (``fit(X, y, <step>__sample_weight=w)``), the same refit as the bare final estimator's.
+  Models whose ``fit`` takes no ``sample_weight`` (e.g. ``KNeighborsRegressor``, or a
+  ``Pipeline`` ending in one) are fitted on a weighted resample (with replacement,
+  probabilities proportional to the weights) of the augmented dataset, of the same size.
 
 The per-node ``fit``/``predict`` calls are a loop (the models are black boxes); the
 neighbourhoods, the gathering of the shared predictions and all random draws are
@@ -46,7 +48,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._nodedata import (
@@ -63,6 +66,7 @@ from ..seeding import Seed, as_rng
 
 __all__ = [
     "FedRelax",
+    "FedRelaxClassifier",
     "FedRelaxResult",
     "LocalModel",
     "accepts_sample_weight",
@@ -95,12 +99,35 @@ class FedRelaxResult:
 
 
 def accepts_sample_weight(estimator: Any) -> bool:
-    """Whether ``estimator.fit`` takes a ``sample_weight`` argument."""
+    """Whether ``estimator.fit`` takes sample weights: a ``sample_weight`` argument, or for a
+    scikit-learn ``Pipeline`` its final step's (passed as ``<step>__sample_weight``)."""
+    return _weight_key(estimator) is not None
+
+
+def _weight_key(estimator: Any) -> str | None:
+    """The keyword of ``fit`` that takes the sample weights: ``"sample_weight"``,
+    ``"<last step>__sample_weight"`` for a ``Pipeline`` (nested ones too) whose final step takes
+    them (scikit-learn's routing of fit parameters without metadata routing; with it enabled,
+    ``"sample_weight"``, which the final step must request), or ``None``: weighted resampling."""
+    if _is_pipeline(estimator):
+        name, last = estimator.steps[-1]
+        inner = _weight_key(last) if last not in (None, "passthrough") else None
+        if inner is None:
+            return None
+        import sklearn
+
+        return "sample_weight" if sklearn.get_config().get("enable_metadata_routing") else f"{name}__{inner}"
     try:
         params = inspect.signature(estimator.fit).parameters
-    except (TypeError, ValueError):
-        return False
-    return "sample_weight" in params
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return "sample_weight" if "sample_weight" in params else None
+
+
+def _is_pipeline(estimator: Any) -> bool:
+    from sklearn.pipeline import Pipeline
+
+    return isinstance(estimator, Pipeline)
 
 
 def _copy(estimator: Any) -> Any:
@@ -170,14 +197,14 @@ def _predict(model: Any, x: np.ndarray, tree: bool) -> np.ndarray:
     return model.predict(x)
 
 
-def _fit(model: Any, x: np.ndarray, y: np.ndarray, w: np.ndarray, weighted: bool,
+def _fit(model: Any, x: np.ndarray, y: np.ndarray, w: np.ndarray, weight_key: str | None,
          rng: np.random.Generator, tree: bool = False) -> None:
     if tree:
         model.fit(np.ascontiguousarray(x, np.float32), np.ascontiguousarray(y, np.float64),
                   sample_weight=w, check_input=False)
         return
-    if weighted:
-        model.fit(x, y, sample_weight=w)
+    if weight_key is not None:
+        model.fit(x, y, **{weight_key: w})
         return
     if np.allclose(w, w[0]):
         model.fit(x, y)
@@ -256,7 +283,9 @@ def fedrelax(
         FL network; ``A_ii'`` are its edge weights (weight-0 edges contribute nothing).
     features, labels
         Local datasets ``D^(i)``: per node ``(m_i, d)`` and ``(m_i,)`` (a sequence, or
-        stacked ``(n, m, d)`` / ``(n, m)`` arrays).
+        stacked ``(n, m, d)`` / ``(n, m)`` arrays).  Numeric labels; with classifiers as
+        local models, class codes ``0 .. K-1`` (the neighbours' predicted classes are then the
+        pseudo-labels; :class:`FedRelaxClassifier` encodes labels of any type).
     public
         Public datasets ``P^(i)``, per node ``(m'_i, d)`` (sequence or ``(n, m', d)``).
     estimators
@@ -322,7 +351,7 @@ def fedrelax(
     models = _make_estimators(estimators, n) if fit_initial else list(estimators)
     if len(models) != n:
         raise ValueError(f"need one estimator per node: got {len(models)} for {n} nodes")
-    weighted = [accepts_sample_weight(m) for m in models]
+    weight_keys = [_weight_key(m) for m in models]  # the keyword of fit for the weights, or None
     trees = [_is_tree(m) for m in models]  # inputs already checked: skip the trees' own checks
     m_local = np.array([x.shape[0] for x in xs], np.int64)
     local_w = [np.full(int(m), 1.0 / m if weighting == "objective" else 1.0) for m in m_local]
@@ -348,7 +377,7 @@ def fedrelax(
     workers = 1 if n_jobs is None else check_int(n_jobs, "n_jobs", minimum=1)
     with _NodeWork(trees, workers) as work:
         if fit_initial:  # h_0: each model on its own data
-            work.map(_fit, [(i, (models[i], xs[i], ys[i], local_w[i], weighted[i], rng, trees[i])) for i in range(n)])
+            work.map(_fit, [(i, (models[i], xs[i], ys[i], local_w[i], weight_keys[i], rng, trees[i])) for i in range(n)])
         stopped = record(0)
         sampler = distillation_sampler or _standard_normal
         coupled = alpha > 0 and adj.nnz > 0
@@ -398,7 +427,7 @@ def fedrelax(
                     y_parts.append(np.asarray(z_pred[i], float))
                     w_parts.append(np.full(int(self_distillation), float(distillation_weight)))
                 fits.append((i, (models[i], np.concatenate(x_parts), np.concatenate(y_parts),
-                                  np.concatenate(w_parts), weighted[i], rng, trees[i])))
+                                  np.concatenate(w_parts), weight_keys[i], rng, trees[i])))
             work.map(_fit, fits)
             if record(k):
                 break
@@ -434,8 +463,112 @@ def _public_arrays(public: Any, n: int, dim: int, coupled: bool) -> Any:
     return public
 
 
-class FedRelax(RegressorMixin, BaseEstimator):
-    """Scikit-learn-style FedRelax (Algorithm 1) for a network of arbitrary regressors.
+class _FedRelaxBase(BaseEstimator):
+    """The parameters and the fit shared by :class:`FedRelax` and :class:`FedRelaxClassifier`."""
+
+    _kind = "regressor"
+
+    def __init__(
+        self,
+        estimator: Any,
+        graph: GraphLike | None = None,
+        *,
+        alpha: float = 0.01,
+        n_iter: int = 5,
+        weighting: Literal["paper", "objective"] = "paper",
+        self_distillation: int = 0,
+        distillation_weight: float = 1.0,
+        distillation_sampler: Sampler | None = None,
+        public_subsample: int | None = None,
+        random_state: Seed = None,
+        callback: Callback | None = None,
+        progress: bool | None = None,
+        n_jobs: int | None = None,
+    ) -> None:
+        self.estimator = estimator
+        self.graph = graph
+        self.alpha = alpha
+        self.n_iter = n_iter
+        self.weighting = weighting
+        self.self_distillation = self_distillation
+        self.distillation_weight = distillation_weight
+        self.distillation_sampler = distillation_sampler
+        self.public_subsample = public_subsample
+        self.random_state = random_state
+        self.callback = callback
+        self.progress = progress
+        self.n_jobs = n_jobs
+
+    def _check_kind(self) -> None:
+        """A classifier template in the regressor (or the reverse) would give labels of the wrong
+        kind without a word (codes as floats, means of labels): refuse it, naming the other."""
+        from sklearn.base import is_classifier, is_regressor
+
+        templates = self.estimator if isinstance(self.estimator, Sequence) else [self.estimator]
+        for i, model in enumerate(templates):
+            if not hasattr(model, "fit"):
+                continue  # a factory: its models are the user's
+            wrong = is_classifier(model) if self._kind == "regressor" else is_regressor(model)
+            if wrong:
+                other = "FedRelaxClassifier" if self._kind == "regressor" else "FedRelax"
+                where = "" if model is self.estimator else f" (node {i})"
+                raise TypeError(f"{type(self).__name__} takes {self._kind}s as local models; "
+                                f"{type(model).__name__}{where} is not one: use {other}")
+
+    def _fit_nodes(self, X: Any, y: Any, public: Any, more: tuple[Any, ...]) -> None:
+        """Run FedRelax on the graph with every node's samples (numeric labels) and public data."""
+        refuse_graph_first(self, X)
+        if more:
+            raise TypeError(f"{type(self).__name__}.fit() takes X, y and public, got {3 + len(more)} "
+                            "positional arguments")
+        self._check_kind()
+        rng = as_rng(self.random_state, "random_state")
+        graph = EmpiricalGraph(1, np.empty((0, 2), dtype=np.int64), np.empty(0)) if self.graph is None \
+            else as_graph(self.graph)
+        n = graph.n_nodes
+        features, labels, node, _ = node_samples(self, None if self.graph is None else n, X, y, reset=True)
+        counts = np.bincount(node, minlength=n)
+        if not counts.all():
+            raise ValueError(f"node {int(np.flatnonzero(counts == 0)[0])} has no samples: FedRelax fits "
+                             "every node's model on its own samples first (hold out samples, not nodes)")
+        order = np.argsort(node, kind="stable")  # every node's samples, in the table's order
+        cut = np.cumsum(counts)[:-1]
+        xs, ys = np.split(features[order], cut), np.split(labels[order], cut)
+        coupled = graph.n_edges > 0 and self.alpha > 0
+        result = fedrelax(
+            graph, xs, ys, _public_arrays(public, n, features.shape[1], coupled), self.estimator,
+            alpha=self.alpha, n_iter=self.n_iter, weighting=self.weighting,
+            self_distillation=self.self_distillation, distillation_weight=self.distillation_weight,
+            distillation_sampler=self.distillation_sampler, public_subsample=self.public_subsample,
+            seed=rng, callback=self.callback, progress=self.progress, n_jobs=self.n_jobs,
+        )
+        self.estimators_ = result.estimators
+        self.history_ = result.history
+
+    def _node_outputs(self, X: Any, method: str, width: int | None = None) -> Any:
+        """Every sample's ``method`` (``predict``, ``predict_proba``) by its node's model, in the
+        layout of ``X`` (one call per node: the models are black boxes); ``width`` columns per
+        sample, ``None``: one value."""
+        check_is_fitted(self, "estimators_", msg=_NOT_FITTED)
+        refuse_graph_first(self, X)
+        n = len(self.estimators_)
+        features, _, node, sizes = node_samples(self, None if self.graph is None else n, X, reset=False)
+        counts = np.bincount(node, minlength=n)
+        order = np.argsort(node, kind="stable")
+        values = np.zeros(len(features) if width is None else (len(features), width))
+        for i, rows in enumerate(np.split(order, np.cumsum(counts)[:-1])):
+            if rows.size:
+                out = getattr(self.estimators_[i], method)(features[rows])
+                values[rows] = self._node_columns(i, np.asarray(out, float))
+        return per_node_output(values, X, sizes)
+
+    def _node_columns(self, node: int, out: np.ndarray) -> np.ndarray:
+        return out.ravel()
+
+
+class FedRelax(RegressorMixin, _FedRelaxBase):
+    """Scikit-learn-style FedRelax (Algorithm 1) for a network of arbitrary regressors
+    (classifiers: :class:`FedRelaxClassifier`).
 
     The graph is a parameter and the data follow GTVRegressor's conventions: one table of the
     samples of all nodes whose first column is the node of each sample, or one array per node
@@ -479,37 +612,6 @@ class FedRelax(RegressorMixin, BaseEstimator):
         Columns of ``X`` seen in ``fit`` (with a graph: the node column and ``d`` features).
     """
 
-    def __init__(
-        self,
-        estimator: Any,
-        graph: GraphLike | None = None,
-        *,
-        alpha: float = 0.01,
-        n_iter: int = 5,
-        weighting: Literal["paper", "objective"] = "paper",
-        self_distillation: int = 0,
-        distillation_weight: float = 1.0,
-        distillation_sampler: Sampler | None = None,
-        public_subsample: int | None = None,
-        random_state: Seed = None,
-        callback: Callback | None = None,
-        progress: bool | None = None,
-        n_jobs: int | None = None,
-    ) -> None:
-        self.estimator = estimator
-        self.graph = graph
-        self.alpha = alpha
-        self.n_iter = n_iter
-        self.weighting = weighting
-        self.self_distillation = self_distillation
-        self.distillation_weight = distillation_weight
-        self.distillation_sampler = distillation_sampler
-        self.public_subsample = public_subsample
-        self.random_state = random_state
-        self.callback = callback
-        self.progress = progress
-        self.n_jobs = n_jobs
-
     def fit(self, X: Any, y: Any, public: Any = None, *more: Any) -> FedRelax:
         """Run FedRelax on the graph with every node's samples and public data.
 
@@ -525,48 +627,14 @@ class FedRelax(RegressorMixin, BaseEstimator):
             selection tools slice fit arguments as long as ``X`` like ``X``: give them a public
             table of another length.)
         """
-        refuse_graph_first(self, X)
-        if more:
-            raise TypeError(f"FedRelax.fit() takes X, y and public, got {3 + len(more)} positional arguments")
-        rng = as_rng(self.random_state, "random_state")
-        graph = EmpiricalGraph(1, np.empty((0, 2), dtype=np.int64), np.empty(0)) if self.graph is None \
-            else as_graph(self.graph)
-        n = graph.n_nodes
-        features, labels, node, _ = node_samples(self, None if self.graph is None else n, X, y, reset=True)
-        counts = np.bincount(node, minlength=n)
-        if not counts.all():
-            raise ValueError(f"node {int(np.flatnonzero(counts == 0)[0])} has no samples: FedRelax fits "
-                             "every node's model on its own samples first (hold out samples, not nodes)")
-        order = np.argsort(node, kind="stable")  # every node's samples, in the table's order
-        cut = np.cumsum(counts)[:-1]
-        xs, ys = np.split(features[order], cut), np.split(labels[order], cut)
-        coupled = graph.n_edges > 0 and self.alpha > 0
-        result = fedrelax(
-            graph, xs, ys, _public_arrays(public, n, features.shape[1], coupled), self.estimator,
-            alpha=self.alpha, n_iter=self.n_iter, weighting=self.weighting,
-            self_distillation=self.self_distillation, distillation_weight=self.distillation_weight,
-            distillation_sampler=self.distillation_sampler, public_subsample=self.public_subsample,
-            seed=rng, callback=self.callback, progress=self.progress, n_jobs=self.n_jobs,
-        )
-        self.estimators_ = result.estimators
-        self.history_ = result.history
+        self._fit_nodes(X, y, public, more)
         return self
 
     def predict(self, X: Any) -> list[np.ndarray] | np.ndarray:
         """Every sample's prediction by its node's model: ``(N,)`` for a table, ``(n, m)`` for a
         stacked ``(n, m, d)`` array, one array per node for per-node arrays (one ``predict``
         call per node: the models are black boxes)."""
-        check_is_fitted(self, "estimators_", msg=_NOT_FITTED)
-        refuse_graph_first(self, X)
-        n = len(self.estimators_)
-        features, _, node, sizes = node_samples(self, None if self.graph is None else n, X, reset=False)
-        counts = np.bincount(node, minlength=n)
-        order = np.argsort(node, kind="stable")
-        values = np.empty(len(features))
-        for i, rows in enumerate(np.split(order, np.cumsum(counts)[:-1])):
-            if rows.size:
-                values[rows] = np.asarray(self.estimators_[i].predict(features[rows]), float).ravel()
-        return per_node_output(values, X, sizes)
+        return self._node_outputs(X, "predict")
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """R^2 of every sample's prediction by its node's model, pooled over the nodes (the
@@ -582,3 +650,117 @@ class FedRelax(RegressorMixin, BaseEstimator):
         """Predictions of node ``node``'s model on its features ``X`` ``(m, d)``."""
         check_is_fitted(self, "estimators_", msg=_NOT_FITTED)
         return np.asarray(self.estimators_[node].predict(np.asarray(X, float)), float)
+
+
+def _has_local(method: str) -> Callable[[Any], bool]:
+    """Whether every local model (fitted, else the templates; a factory's are unknown) has ``method``."""
+    def check(self: Any) -> bool:
+        models = getattr(self, "estimators_", None)
+        if models is None:
+            models = self.estimator if isinstance(self.estimator, Sequence) else [self.estimator]
+        return all(hasattr(m, method) for m in models if hasattr(m, "fit"))
+    return check
+
+
+class FedRelaxClassifier(ClassifierMixin, _FedRelaxBase):
+    """Scikit-learn-style FedRelax (Algorithm 1) for a network of arbitrary classifiers.
+
+    The non-parametric FedRelax of :class:`FedRelax` with classification losses (Abdurakhmanova
+    et al. 2024, Sec. I: the method is "compatible with ... various choices for the loss
+    function (regression or classification)"; Jung 2023 eq. (5): the discrepancy is measured
+    with a loss of the label space).  The labels, of any type (strings, integers, ...), are
+    encoded as the codes ``0 .. K-1`` of the sorted classes of the whole network (scikit-learn's
+    ``LabelEncoder``); every node's classifier is fitted on codes, and neighbours share their
+    *predicted classes* on the public data, which enter the augmented dataset (19) as
+    pseudo-labels with weights ``alpha A_ii'``.  The refit (10) is then regularised weighted ERM
+    with the local model's own classification loss (the classifier's ``sample_weight``),
+    the 0/1 discrepancy's surrogate.  ``predict`` returns labels of ``y``'s type,
+    ``predict_proba`` (where the local models have it) one column per class of the network
+    (a node's model never shown a class gives it probability 0).
+
+    Parameters and the data layout are those of :class:`FedRelax`; ``estimator`` holds
+    classifiers (each with ``fit``, ``predict``, and ``sample_weight`` in ``fit`` or a weighted
+    resample, see :func:`fedrelax`).
+
+    Example
+    -------
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> model = FedRelaxClassifier(DecisionTreeClassifier(max_depth=5), graph, alpha=0.05)
+    >>> model.fit(X, y, public=P).predict(X_val)   # doctest: +SKIP
+
+    Attributes
+    ----------
+    classes_
+        The sorted classes of ``y`` over all nodes, of ``y``'s dtype.
+    estimators_
+        The fitted local models, ``estimators_[i]`` at node ``i`` (fitted on the codes of
+        ``classes_``).
+    history_, n_features_in_, feature_names_in_
+        As for :class:`FedRelax`.
+    """
+
+    _kind = "classifier"
+
+    def fit(self, X: Any, y: Any, public: Any = None, *more: Any) -> FedRelaxClassifier:
+        """Encode the labels of all nodes and run FedRelax on their codes (as :meth:`FedRelax.fit`)."""
+        from sklearn.utils import assert_all_finite
+        from sklearn.utils.multiclass import check_classification_targets
+
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        per_node = self.graph is not None and is_per_node(X)
+        parts = [np.asarray(v) for v in y] if per_node else [np.asarray(y)]
+        pooled = np.concatenate([np.ravel(v) for v in parts]) if parts else np.empty(0)
+        if any(v.ndim > 2 or (v.ndim == 2 and v.shape[1] != 1) for v in parts):
+            raise ValueError("FedRelaxClassifier takes one label per sample (y of shape (N,) or one "
+                             f"(m_i,) per node); got shape {next(v.shape for v in parts if v.ndim > 1)}")
+        if pooled.dtype.kind in "fc":
+            assert_all_finite(pooled, input_name="y")  # before the target type, which casts y
+        check_classification_targets(pooled)
+        self.classes_, codes = np.unique(pooled, return_inverse=True)
+        codes = np.split(codes.ravel(), np.cumsum([v.size for v in parts])[:-1])
+        coded = [c.reshape(v.shape) for c, v in zip(codes, parts, strict=True)]
+        self._fit_nodes(X, coded if per_node else coded[0], public, more)
+        return self
+
+    def _labels(self, codes: Any) -> Any:
+        if isinstance(codes, list):
+            return [self.classes_[np.rint(c).astype(np.intp)] for c in codes]
+        return self.classes_[np.rint(codes).astype(np.intp)]
+
+    def _node_columns(self, node: int, out: np.ndarray) -> np.ndarray:
+        if out.ndim == 1:
+            return out
+        local = np.rint(np.asarray(self.estimators_[node].classes_, float)).astype(np.intp)
+        full = np.zeros((out.shape[0], len(self.classes_)))
+        full[:, local] = out  # the node's classes where they are among the network's
+        return full
+
+    def predict(self, X: Any) -> list[np.ndarray] | np.ndarray:
+        """Every sample's class by its node's model, of ``y``'s dtype, in the layout of ``X``
+        (as :meth:`FedRelax.predict`)."""
+        return self._labels(self._node_outputs(X, "predict"))
+
+    @available_if(_has_local("predict_proba"))
+    def predict_proba(self, X: Any) -> list[np.ndarray] | np.ndarray:
+        """Every sample's class probabilities by its node's model, one column per class of
+        :attr:`classes_`: ``(N, K)`` for a table, ``(n, m, K)`` for a stacked array, one
+        ``(m_i, K)`` per node for per-node arrays."""
+        check_is_fitted(self, "estimators_", msg=_NOT_FITTED)
+        return self._node_outputs(X, "predict_proba", len(self.classes_))
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Accuracy of every sample's prediction by its node's model, pooled over the nodes (the
+        ``score`` of scikit-learn classifiers)."""
+        from sklearn.metrics import accuracy_score
+
+        per_node = self.graph is not None and is_per_node(X)
+        predictions = self.predict(X)
+        pred = np.concatenate([np.ravel(p) for p in predictions]) if per_node else predictions
+        truth = np.concatenate([np.ravel(v) for v in y]) if per_node else np.ravel(y)
+        return float(accuracy_score(truth, pred, sample_weight=sample_weight))
+
+    def predict_node(self, node: int, X: np.ndarray) -> np.ndarray:
+        """Classes predicted by node ``node``'s model for its features ``X`` ``(m, d)``."""
+        check_is_fitted(self, "estimators_", msg=_NOT_FITTED)
+        return self._labels(np.asarray(self.estimators_[node].predict(np.asarray(X, float)), float))

@@ -14,8 +14,8 @@ The MNIST experiment of the GTV paper has no given graph: it is learnt from the 
    (:func:`knn_graph`, :func:`exponential_kernel`).
 
 :func:`learn_graph` runs the three steps and times each of them.  The GTV authors'
-notebooks learnt their graph with three differences that are options here (EXPERIMENTS.md
-§8 item 7): each node's embedded points sorted column by column before the estimate
+notebooks learnt their graph with three differences that are options here (docs/variants.md
+§8.7): each node's embedded points sorted column by column before the estimate
 (:func:`sort_columns_per_node`), an approximate k-d tree query (``eps`` of
 :func:`pairwise_kl_divergences`), and the directed k-NN rows of the divergence matrix as
 edges with min-max rescaled weights (``relation="directed"``, ``rescale="minmax"`` of
@@ -173,7 +173,7 @@ def sort_columns_per_node(samples: np.ndarray, node_of_sample: np.ndarray) -> np
     node ``i`` becomes ``(r-th smallest x, r-th smallest y, ...)`` of node ``i``.  This
     destroys the pairing of the coordinates (the points move onto a monotone curve), and
     so changes the k-NN divergence estimates; the GTV authors' notebooks sorted the t-SNE
-    coordinates this way before estimating (EXPERIMENTS.md §8 item 7).  One ``lexsort``
+    coordinates this way before estimating (docs/variants.md §8.7).  One ``lexsort``
     per column, no loop over nodes.
     """
     x = np.asarray(samples, dtype=np.float64)

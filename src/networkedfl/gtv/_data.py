@@ -53,7 +53,7 @@ def perturb_cluster_weights(
     """One perturbation per cluster: ``w^(c) + scale * z_c / |w^(c)|``, ``z_c ~ N(0, 1)``.
 
     What the authors' notebook ``SBM_experiment_non_iid`` computes instead of the paper's
-    per-node perturbation (:func:`perturb_weights`; EXPERIMENTS.md §8 item 9): one scalar
+    per-node perturbation (:func:`perturb_weights`; docs/variants.md §8.9): one scalar
     draw per cluster, divided entrywise by the absolute weights, shared by all nodes of the
     cluster, so the true weights stay piecewise constant over the clusters.
     """
@@ -92,7 +92,7 @@ def linear_model_data(
     noise
         ``"per_sample"`` (default, eq. (37)): ``e ~ N(0, sigma^2)`` drawn for every data
         point.  ``"per_node"``: one draw ``e_i ~ N(0, sigma^2)`` per node, added to all of
-        its labels, as the authors' notebooks do (EXPERIMENTS.md §8 item 2; the
+        its labels, as the authors' notebooks do (docs/variants.md §8.2; the
         ``published`` variant).  Both draw the features first, so the features of the two
         options are identical for one generator state.
     """

@@ -64,7 +64,7 @@ class SquaredErrorLoss:
     reduction
         ``"mean"`` (default): the average squared error of GTV eq. (38).  ``"sum"``: the sum
         of squared errors ``||y_i - X_i w||^2``, as the authors' notebooks compute it
-        (EXPERIMENTS.md §8 item 3; the ``published`` variant).  With ``m`` samples per node
+        (docs/variants.md §8.3; the ``published`` variant).  With ``m`` samples per node
         the two are the same problem up to scale: the primal-dual iterates of the sum with
         steps ``(tau, sigma)`` and parameter ``lambda`` equal those of the mean with
         ``(m tau, sigma / m)`` and ``lambda / m`` (duals scaled by ``1/m``), so the sum

@@ -120,7 +120,7 @@ def scale_mocha(u: np.ndarray, step: np.ndarray, radius: np.ndarray) -> np.ndarr
 #: MOCHA dual steps ``u / (1 + c sigma_e / (lambda A_e))`` by name, as the constant ``c``:
 #: ``exact`` is the prox of the conjugate of ``lambda A_e ||.||_2^2`` (``c = 1/2``); the
 #: authors' SBM notebooks use ``c = 2``, their chain and MNIST notebooks ``c = 1``
-#: (EXPERIMENTS.md §8 item 8).
+#: (docs/variants.md §8.8).
 MOCHA_DUAL_STEPS = {"exact": 0.5, "notebook_sbm": 2.0, "notebook_chain": 1.0}
 
 
@@ -284,7 +284,7 @@ class UnprojectedEdges:
     """``base``, except that the dual step leaves the ``edges`` marked unprojected.
 
     The authors' MNIST notebook skips the nLasso projection when ``lambda = 0``
-    (EXPERIMENTS.md §8 item 5): the duals of those edges then grow freely and couple the
+    (docs/variants.md §8.5): the duals of those edges then grow freely and couple the
     nodes although the penalty is zero.  ``edges`` is a boolean mask over the edges (e.g.
     the copies with ``lambda = 0`` on a disjoint-union graph).  Only the iteration uses this;
     the objective and the gap are those of ``base`` (for which such duals are infeasible).
@@ -338,7 +338,7 @@ class BlockNLassoPenalty:
     blocks, so the dual step projects each block onto its ball (GTV eq. (33)) and zeroes
     the free coordinates.  One block covering every coordinate is :class:`NLassoPenalty`;
     the GTV MNIST experiment uses one block for the stacked weights of both layers, or one
-    per layer as in the authors' code (EXPERIMENTS.md §8, item 6).
+    per layer as in the authors' code (docs/variants.md §8.6).
     """
 
     blocks: tuple[tuple[int, int], ...]

@@ -426,7 +426,7 @@ def cluster_index_step_sizes(graph: EmpiricalGraph) -> tuple[np.ndarray, np.ndar
     """The step of the authors' linear notebooks' proximal update: ``1/deg_{c_i}``.
 
     Their closed-form prox looks the degree up by the *cluster index* ``c_i`` of node
-    ``i`` instead of by ``i`` (EXPERIMENTS.md §8 item 1): every node of cluster ``c`` uses
+    ``i`` instead of by ``i`` (docs/variants.md §8.1): every node of cluster ``c`` uses
     the degree of node number ``c``, while the step ``w_hat = w - T D^T u`` uses the true
     ``T = diag(1/deg_i)``.  Pass the first array as ``prox_tau`` of
     :func:`gtv_primal_dual` (the ``published`` variant of the linear GTV targets does);
@@ -509,7 +509,7 @@ def gtv_primal_dual(
     dual_update
         ``"extrapolated"`` (default, steps 5-8): ``u + Sigma D (2 w_new - w)``.
         ``"doubled_difference"``: ``u + Sigma D (2 (w_new - w))``, what the authors' MNIST
-        notebooks compute (EXPERIMENTS.md §8 item 5); it is not the paper's method (with
+        notebooks compute (docs/variants.md §8.5); it is not the paper's method (with
         ``u0 = 0`` and ``w0 = 0`` the two agree only in the first iteration).
     gap_tol, rel_gap_tol
         Optional stopping rule on the certified primal-dual gap (34) (see

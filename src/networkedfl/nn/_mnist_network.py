@@ -7,7 +7,7 @@ of shape ``(c, h)`` (GTV eq. (40): a dense ReLU layer and a dense soft-max outpu
 A node's parameters are one flat vector laid out as ``[W1 (row-major), W2 (row-major),
 b1, b2]``.  The local model parameters ``w_i`` of the paper are the entries of the two
 weight matrices (:attr:`TwoLayerNetwork.weight_blocks`); the biases are local to each node
-and not coupled by GTV (EXPERIMENTS.md, gtv_fig05: "biases local").
+and not coupled by GTV (the authors' code for Sec. VI-C of Sarcheshmehpour et al. 2023; docs/variants.md).
 
 The parameters of many nodes are the rows of an ``(n, P)`` tensor (or ``(R, n, P)`` for
 ``R`` independent replicas of the same nodes, e.g. one per value of ``lambda``) and

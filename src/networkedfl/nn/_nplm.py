@@ -6,7 +6,7 @@ dimension of 63144 x 100, a fully-connected hidden layer is with a dimension of 
 followed by a tanh function, and a decoder layer has a size of 200 x 63144.  The length of
 the sliding window for the next word prediction task is 35 and the batch size is 100."
 With these shapes the hidden layer reads one 100-d embedding, so every position ``p`` of a
-window predicts the word at ``p + 1`` from the word at ``p`` (EXPERIMENTS.md, [inferred])::
+window predicts the word at ``p + 1`` from the word at ``p`` (inferred from Lu, Xing & Yu, Sec. 10.5.2; docs/deviations/gfl.md)::
 
     e_p = E[w_p],   h_p = tanh(e_p W_1 + b_1),   P(w_{p+1} | w_p) = softmax(h_p W_2 + b_2).
 

@@ -8,7 +8,7 @@ has no closed form.  :class:`InexactProxCrossEntropy` solves it approximately, a
 GTV authors' MNIST code does: a fixed number of RMSprop (or plain gradient) steps on the
 node's mean cross-entropy plus the proximal term, started from ``w_hat_i`` (warm start).
 Unlike the authors' code the proximal term is a real one (it has a gradient) and sums over
-the entries of ``w_i`` (EXPERIMENTS.md §8, item 4).
+the entries of ``w_i`` (docs/variants.md §8.4).
 
 The proximal term acts on the weight matrices ``W1, W2`` only: they are the ``w_i`` of the
 paper.  The biases are local; with a penalty that leaves them uncoupled (their dual
@@ -71,7 +71,7 @@ class InexactProxCrossEntropy:
     prox_scale
         Factor on the gradient of the proximal term (default 1: the real proximal step).
         0 reproduces the GTV authors' MNIST code, whose proximal term is computed on
-        detached tensors and has no gradient (EXPERIMENTS.md §8 item 4): the update is then
+        detached tensors and has no gradient (docs/variants.md §8.4): the update is then
         ``steps`` optimiser steps on the local loss alone, warm-started at ``w_hat`` (an
         ablation, not the method).
     dtype, device

@@ -1,4 +1,4 @@
-"""Claims of the FedRelax paper's figures (EXPERIMENTS.md §5), decided by the verdict rule.
+"""Claims of the FedRelax paper's figures (Abdurakhmanova et al. 2024, Figs 1-5; docs/targets.md), decided by the verdict rule.
 
 Every claim goes through :mod:`networkedfl.experiments.claims` (``docs/verdicts.md``): a
 comparison is a case built from per-seed values, paired by seed (all ``alpha`` and all
@@ -163,7 +163,7 @@ def dm_ratio_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     below_local = [below(f"alpha={_g(a)}, d/m={_g(r)}", *seed_values(wide, (r, a), (r, 0.0)),
                          what=f"MSE(alpha={_g(a)}) / MSE(alpha=0)") for a in alphas for r in big]
     a_hi, r_lo = max(alphas), min(ratios)
-    r_hi = 5.0 if 5.0 in ratios else max(ratios)  # EXPERIMENTS.md: d/m = 5 against 0.2
+    r_hi = 5.0 if 5.0 in ratios else max(ratios)  # the target's claim (docs/verdicts.md): d/m = 5 against 0.2
 
     def gain(r: float) -> pd.Series:
         return wide[(r, 0.0)] / wide[(r, a_hi)]

@@ -1,4 +1,4 @@
-"""Run functions of the FedRelax paper's figures (EXPERIMENTS.md §5).
+"""Run functions of the FedRelax paper's figures (Abdurakhmanova et al. 2024, Sec. IV-V, Figs 1-5).
 
 Shared grid: ``sweeps`` is a list of ``{d: [...], sigma: [...]}`` blocks; the points of a
 target are the union of their products, in config order (e.g. Fig. 3's d-sweep at

@@ -1,4 +1,4 @@
-"""Registration of the FedRelax paper's targets (EXPERIMENTS.md §5)."""
+"""Registration of the FedRelax paper's targets (Abdurakhmanova et al. 2024, Figs 1-5; docs/targets.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The chapter's Table 10.2: statistics of the 16 review domains, recomputed beside the
-published values (Lu, Xing & Yu, Sec. 10.5.2; EXPERIMENTS.md, gfl_table10_2_review_stats).
+published values (Lu, Xing & Yu, Sec. 10.5.2, Table 10.2; target gfl_table10_2_review_stats).
 
 The job reads the corpus files the pipeline fetched (``data/raw/reviews/``, see the
 ``download_reviews`` rule) and records, per domain, the published row of Table 10.2 and the
@@ -119,7 +119,7 @@ def stats_frame(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def review_stats_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """EXPERIMENTS.md, gfl_table10_2_review_stats: rows, document counts, verbatim values,
+    """Table 10.2 of Lu, Xing & Yu (target gfl_table10_2_review_stats): rows, document counts, verbatim values,
     average lengths within 25 %."""
     frame = stats_frame(table)
     domains = list(frame.index)

@@ -1,6 +1,6 @@
 """The chapter's Fig 10.4: multi-domain next-word prediction on the 16 review domains.
 
-Lu, Xing & Yu, Sec. 10.5.2; EXPERIMENTS.md, gfl_fig10_4_reviews_nlp.  One client per
+Lu, Xing & Yu, Sec. 10.5.2, Fig. 10.4; target gfl_fig10_4_reviews_nlp.  One client per
 domain (Liu, Qiu & Huang 2017); each trains the neural probabilistic language model of
 :mod:`networkedfl.nn` on the windows of its ``*.task.train`` reviews and is
 tested on its ``*.task.test`` reviews.  BiG-FL is compared with FeSEM, FedAvg and DFL
@@ -469,7 +469,7 @@ def _describe_task(task: ReviewTask, add: Any) -> None:
 
 
 def review_nlp_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """EXPERIMENTS.md, gfl_fig10_4_reviews_nlp, decided per seed
+    """Fig. 10.4 of Lu, Xing & Yu (target gfl_fig10_4_reviews_nlp), decided per seed
     (:mod:`~networkedfl.experiments.claims`): the final test losses (mean over the 16
     domains of each seed) compared on the log scale, paired by seed (the methods of a seed
     share its task, start and mini-batch stream), and the reference checks without an

@@ -1,4 +1,4 @@
-"""Registration of the chapter's review-corpus targets (EXPERIMENTS.md §6: Table 10.2, Fig 10.4)."""
+"""Registration of the chapter's review-corpus targets (Lu, Xing & Yu, Sec. 10.5.2: Table 10.2, Fig 10.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Synthetic experiments of the graph-aware FL chapter (Lu, Xing & Yu; EXPERIMENTS.md §6).
+"""Synthetic experiments of the graph-aware FL chapter (Lu, Xing & Yu, Secs. 10.2-10.4).
 
 * ``gfl_fig10_1_dfl`` (:func:`run_dfl`): FedAvg vs DFL-SGD vs DFL-GT on the five
   heterogeneous nodes of Sec. 10.2, one job per method; the test loss of every round.

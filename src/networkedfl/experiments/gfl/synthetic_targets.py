@@ -1,4 +1,4 @@
-"""Registration of the graph-aware FL chapter's synthetic targets (EXPERIMENTS.md §6:
+"""Registration of the graph-aware FL chapter's synthetic targets (Lu, Xing & Yu, Secs. 10.2-10.4:
 Figs 10.1-10.3, Table 10.1)."""
 
 from __future__ import annotations

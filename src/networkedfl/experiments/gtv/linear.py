@@ -10,7 +10,7 @@ instances of a job are solved together as one disjoint-union graph, so a job cos
 vectorised primal-dual run per penalty.
 
 The authors' notebooks computed some things differently from the paper's equations
-(EXPERIMENTS.md §8).  Each such behaviour is one named option below (:data:`OPTIONS`),
+(docs/variants.md).  Each such behaviour is one named option below (:data:`OPTIONS`),
 whose first value is the paper's definition and the default; the ``published`` variant of
 a target switches the notebooks' values on (see :mod:`.variants`).
 """
@@ -71,7 +71,7 @@ Params = Mapping[str, Any]
 
 BASELINES_SETTING = "baselines"
 
-#: Notebook behaviours that change the numbers (EXPERIMENTS.md §8), as options of the
+#: Notebook behaviours that change the numbers (docs/variants.md), as options of the
 #: target's parameters: the first value is the paper's definition (the default), the others
 #: what the authors' notebooks computed.
 OPTIONS: dict[str, tuple[str, ...]] = {

@@ -16,7 +16,7 @@ nodes' validation images, after every iteration / round / epoch (iteration 0: th
   the graph (per-edge ``lambda``), so the data are shared;
 * ``ifca`` (Ghosh et al. 2020), ``fedavg``: rounds of full-batch local gradient steps;
 * ``pfedme`` (Dinh et al. 2020);
-* ``local_sgd``: independent momentum SGD per node (EXPERIMENTS.md §8, item 11).
+* ``local_sgd``: independent momentum SGD per node (docs/variants.md §8.11).
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def _primal_dual(problem: MnistProblem, specs: Mapping[str, Params], starts: Map
         spec.get("dual_blocks", "stacked")]
     penalty = BlockNLassoPenalty(blocks)
     if not spec.get("project_at_zero_lambda", True):
-        # the five-cluster notebook skips the projection when lambda = 0 (EXPERIMENTS.md §8 item 5)
+        # the five-cluster notebook skips the projection when lambda = 0 (docs/variants.md §8.5)
         penalty = UnprojectedEdges(penalty, lam_per_edge == 0)
     loss = InexactProxCrossEntropy(
         net, problem.train_x, problem.train_y, replicas=r, steps=int(spec["steps"]),
@@ -260,7 +260,7 @@ def _ifca(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict
 
     def evaluate(models_, assigned):
         # the notebook picks each node's model by its *validation* loss when it evaluates
-        # (EXPERIMENTS.md §8 item 10; optimistic); by default the training assignment counts
+        # (docs/variants.md §8.10; optimistic); by default the training assignment counts
         picked = chosen_by(models_, problem.val_x, problem.val_y) if by_validation else assigned
         return problem.accuracies(models_[picked])
 

@@ -12,8 +12,8 @@ the kernel reruns only the last stage:
    ``train_per_node + val_per_node`` images, the first ``train_per_node`` of each block
    for training, as the authors' ``mnist_NN_experiment``), and the t-SNE coordinates of
    the nodes' training images.  ``tsne_images: nodes`` embeds those images alone (the
-   paper variant, EXPERIMENTS.md §9); ``digits`` embeds every training image of the
-   clusters' digits and keeps the nodes' rows (the notebooks, §8 item 7).
+   paper variant, docs/variants.md); ``digits`` embeds every training image of the
+   clusters' digits and keeps the nodes' rows (the notebooks, docs/variants.md §8.7).
 2. **divergences** (:func:`mnist_divergences`, ``results/cache/mnist_kl/<name>.npz``):
    the directed k-NN KL estimates ``D_hat(P_i || P_j)`` between the nodes' embedded
    samples (``kl_k``; the notebooks' ``kl_eps: 0.01`` approximate query and

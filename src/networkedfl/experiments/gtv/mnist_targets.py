@@ -1,4 +1,4 @@
-"""Registration of the GTV paper's MNIST targets (EXPERIMENTS.md §4: Figs 5-7, Table II)."""
+"""Registration of the GTV paper's MNIST targets (Sarcheshmehpour et al. 2023, Sec. VI-C: Figs 5-7, Table II)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Registration of the GTV paper's synthetic targets and their claims (EXPERIMENTS.md §4)."""
+"""Registration of the GTV paper's synthetic targets and their claims (Sarcheshmehpour et al. 2023, Secs. VI-A, VI-B, IX)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The distributed-ML lecture (FedSGD vs FedAvg; client-server vs peer-to-peer).
 
 ``lecture_fig1_fedsgd_vs_fedavg`` is a demonstration the lecture itself does not run
-(EXPERIMENTS.md §7): IID clients train a softmax regression with FedSGD, with FedAvg for
+(Tham, FedSGD vs FedAvg lecture): IID clients train a softmax regression with FedSGD, with FedAvg for
 several local epochs ``E`` and batch sizes ``B``, with serverless FedAvg that gossips with
 its ring neighbours (Metropolis-Hastings weights) and, as the reference for what the
 exchange does, with the same local training and no exchange at all (``method: local``).
@@ -38,7 +38,7 @@ __all__ = [
 
 Params = Mapping[str, Any]
 
-#: The lecture's table, verbatim (EXPERIMENTS.md §7).
+#: The lecture's table, verbatim (Tham, FedSGD vs FedAvg lecture).
 LECTURE_TABLE: dict[str, dict[str, str]] = {
     "FedSGD": {"Local": "gradient computation", "Upload": "local gradients",
                "Global": "gradient averaging", "Download": "updated model"},

@@ -1,4 +1,4 @@
-"""Registration of the lecture's targets (EXPERIMENTS.md §7)."""
+"""Registration of the lecture's targets (Tham, FedSGD vs FedAvg lecture; docs/targets.md)."""
 
 from __future__ import annotations
 
