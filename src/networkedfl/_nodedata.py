@@ -250,12 +250,13 @@ def node_samples(estimator: Any, n_nodes: int | None, X: Any, y: Any = None, *,
 
 
 def per_node_output(values: np.ndarray, X: Any, sizes: list[int] | None) -> np.ndarray:
-    """Per-sample ``values`` as an ndarray in the layout of ``X``: ``(N,)`` for a table,
-    ``(n, m)`` for a stacked ``(n, m, d)`` array, and ``(N,)`` for a sequence of per-node
-    arrays, node after node in the order of their samples (node ``i``'s predictions are
+    """Per-sample ``values`` (``(N,)``, or ``(N, K)`` such as class probabilities) as an
+    ndarray in the layout of ``X``: ``(N, ...)`` for a table, ``(n, m, ...)`` for a stacked
+    ``(n, m, d)`` array, and ``(N, ...)`` for a sequence of per-node arrays, node after node in
+    the order of their samples (node ``i``'s predictions are
     ``np.split(values, np.cumsum(sizes)[:-1])[i]``), as scikit-learn's ``predict`` returns."""
     if sizes is not None and isinstance(X, np.ndarray):
-        return values.reshape(len(sizes), -1)
+        return values.reshape(len(sizes), -1, *values.shape[1:])
     return values
 
 

@@ -642,8 +642,7 @@ class FedRelax(RegressorMixin, _FedRelaxBase):
         from sklearn.metrics import r2_score
 
         per_node = self.graph is not None and is_per_node(X)
-        predictions = self.predict(X)
-        pred = np.concatenate([np.ravel(p) for p in predictions]) if per_node else predictions
+        pred = np.ravel(self.predict(X))  # an ndarray in X's layout (per_node_output)
         return float(r2_score(pooled_labels(y, per_node), pred, sample_weight=sample_weight))
 
     def predict_node(self, node: int, X: np.ndarray) -> np.ndarray:
@@ -742,10 +741,10 @@ class FedRelaxClassifier(ClassifierMixin, _FedRelaxBase):
         return self._labels(self._node_outputs(X, "predict"))
 
     @available_if(_has_local("predict_proba"))
-    def predict_proba(self, X: Any) -> list[np.ndarray] | np.ndarray:
+    def predict_proba(self, X: Any) -> np.ndarray:
         """Every sample's class probabilities by its node's model, one column per class of
-        :attr:`classes_`: ``(N, K)`` for a table, ``(n, m, K)`` for a stacked array, one
-        ``(m_i, K)`` per node for per-node arrays."""
+        :attr:`classes_`: ``(N, K)`` for a table or for per-node arrays (node after node),
+        ``(n, m, K)`` for a stacked array."""
         check_is_fitted(self, "estimators_", msg=_NOT_FITTED)
         return self._node_outputs(X, "predict_proba", len(self.classes_))
 
@@ -755,8 +754,7 @@ class FedRelaxClassifier(ClassifierMixin, _FedRelaxBase):
         from sklearn.metrics import accuracy_score
 
         per_node = self.graph is not None and is_per_node(X)
-        predictions = self.predict(X)
-        pred = np.concatenate([np.ravel(p) for p in predictions]) if per_node else predictions
+        pred = np.ravel(self.predict(X))  # an ndarray in X's layout (per_node_output)
         truth = np.concatenate([np.ravel(v) for v in y]) if per_node else np.ravel(y)
         return float(accuracy_score(truth, pred, sample_weight=sample_weight))
 

@@ -51,9 +51,9 @@ def test_string_labels_come_back_as_labels_of_their_dtype():
     assert set(pred) <= {"down", "up"}
     assert model.score(table, y_val.ravel()) > 0.8  # the sign of a 2-d linear model, 20 points each
     np.testing.assert_array_equal(model.predict_node(3, data.val_features[3]), pred[3 * m: 4 * m])
-    per_node = model.predict(list(data.val_features))
-    assert [p.dtype for p in per_node] == [y.dtype] * n
-    np.testing.assert_array_equal(np.concatenate(per_node), pred)
+    per_node = model.predict(list(data.val_features))  # per-node arrays: one (N,) ndarray, node after node
+    assert isinstance(per_node, np.ndarray) and per_node.dtype == y.dtype
+    np.testing.assert_array_equal(per_node, pred)
 
 
 def test_integer_labels_stay_integers_not_floats():
