@@ -65,7 +65,8 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     """
     run = start_run(model, data, options, overrides, "fedavg",
                     required=("n_rounds", "local_epochs", "batch_size", "lr"),
-                    optional=("client_fraction", "client_chunk_size", "groups", "participants"))
+                    optional=("client_fraction", "client_chunk_size", "groups", "participants"),
+                    ragged=True)
     opts, data = run.options, run.data
     group_of, n_groups, allowed, global_params = run.server_models()
     n_local = data.n_samples
@@ -76,4 +77,4 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
         global_params = group_average(local, n_local[idx], group_of[idx], global_params)
         run.record_server_round(t, upload="models", global_params=global_params, group_of=group_of,
                                 selected=selected)
-    return run.result(global_params[group_of], global_params, group_of)
+    return run.result(run.client_models(global_params, group_of), global_params, group_of)
