@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..nn import ClientData, FlatModel
+from ..nn import ClientBuckets, ClientData, FlatModel
 from ._local_sgd import local_sgd
 from .aggregate import group_average, sample_clients
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -36,7 +36,7 @@ from .contract import FederatedResult, TrainingOptions, start_run
 __all__ = ["fedavg", "group_average", "sample_clients"]
 
 
-def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None = None,
+def fedavg(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None,
            **overrides: Any) -> FederatedResult:
     """FedAvg (McMahan et al. 2017, Algorithm 1); FedAvgC when ``groups`` are given.
 
@@ -45,7 +45,11 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     model
         Model as a function of a flat parameter vector.
     data
-        Local datasets of the ``n`` clients (padding carries weight 0).
+        Local datasets of the ``n`` clients (padding carries weight 0): a padded
+        :class:`~networkedfl.nn.ClientData`, clients in size buckets
+        (:class:`~networkedfl.nn.ClientBuckets`, memory at most twice the data, each bucket
+        trained in one batched call) or one ``torch.utils.data`` dataset or loader per client
+        (:func:`~networkedfl.algorithms.contract.as_client_input`).
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`, as one object and/or
         keywords.  Required: ``n_rounds`` (``T``), ``local_epochs``, ``batch_size`` and
@@ -58,7 +62,8 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     Returns
     -------
     FederatedResult
-        ``client_params`` (each client's group model), ``global_params`` ``(G, P)``,
+        ``client_params`` (each client's group model; with one group a stride-0 view of
+        ``global_params``, no copy), ``global_params`` ``(G, P)``,
         ``assignment`` (the groups), ``history``, and ``log`` with ``upload="models"``:
         per round ``|S_t|`` messages down (the global model) and ``|S_t|`` up (the local
         models), ``|S_t| * P`` floats each way.

@@ -24,7 +24,9 @@ def local_training(model: FlatModel, data: ClientData, options: TrainingOptions 
     Parameters
     ----------
     model, data
-        Model and local datasets.
+        Model and local datasets (a :class:`~networkedfl.nn.ClientData`, a
+        :class:`~networkedfl.nn.ClientBuckets` or per-client torch datasets, as
+        :func:`~networkedfl.algorithms.fedavg`).
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required:
         ``local_epochs`` (epochs per round), ``batch_size`` (``None``: full-batch gradient

@@ -132,3 +132,12 @@ def test_load_into_gives_the_module_the_functional_forward():
         torch.testing.assert_close(net(features), model.forward(result.global_params[0], features))
     with pytest.raises(ValueError, match=r"params must have shape \(67,\)"):
         load_into(net, torch.zeros(5))
+
+
+def test_local_training_on_buckets_keeps_every_client_in_its_row():
+    x, y = ragged([2, 40, 3, 9, 1])
+    model = from_module(mlp(), cross_entropy)
+    kwargs = dict(n_rounds=2, local_epochs=2, batch_size=None, lr=0.3, seed=0)
+    a = algorithms.local_training(model, ClientData.from_client_arrays(x, y), **kwargs)
+    b = algorithms.local_training(model, ClientBuckets.from_client_arrays(x, y), **kwargs)
+    torch.testing.assert_close(b.client_params, a.client_params)
