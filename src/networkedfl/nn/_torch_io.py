@@ -16,8 +16,9 @@ __all__ = ["load_into"]
 
 def _pair(item: Any, client: int, where: str) -> tuple[Tensor, Tensor]:
     if not (isinstance(item, list | tuple) and len(item) == 2):
-        raise ValueError(f"client {client}: {where} is not a (features, target) pair, got "
-                         f"{type(item).__name__}{'' if not isinstance(item, list | tuple) else len(item)}")
+        size = f" of {len(item)}" if isinstance(item, list | tuple) else ""
+        raise ValueError(f"client {client}: {where} is not a (features, target) pair, got a "
+                         f"{type(item).__name__}{size}")
     return torch.as_tensor(item[0]), torch.as_tensor(item[1])
 
 

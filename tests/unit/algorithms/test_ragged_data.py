@@ -141,3 +141,22 @@ def test_local_training_on_buckets_keeps_every_client_in_its_row():
     a = algorithms.local_training(model, ClientData.from_client_arrays(x, y), **kwargs)
     b = algorithms.local_training(model, ClientBuckets.from_client_arrays(x, y), **kwargs)
     torch.testing.assert_close(b.client_params, a.client_params)
+
+
+def test_one_bucket_draws_the_mini_batches_of_the_padded_layout():
+    """Sizes within a factor 2 share one bucket padded as ClientData pads: same draws, same bits."""
+    x, y = ragged([5, 6, 8, 7])
+    data = ClientBuckets.from_client_arrays(x, y)
+    assert len(data.buckets) == 1
+    model = from_module(mlp(), cross_entropy)
+    kwargs = dict(n_rounds=3, local_epochs=2, batch_size=2, lr=0.2, seed=4, client_fraction=0.5)
+    a = algorithms.fedavg(model, ClientData.from_client_arrays(x, y), **kwargs)
+    b = algorithms.fedavg(model, data, **kwargs)
+    assert torch.equal(a.global_params, b.global_params)
+
+
+def test_a_dataset_whose_items_are_not_pairs_is_named():
+    sets = [TensorDataset(torch.zeros(3, 4), torch.zeros(3, dtype=torch.long)),
+            TensorDataset(torch.zeros(2, 4))]
+    with pytest.raises(ValueError, match=r"client 1: item 0 of its Dataset is not a \(features, target\) pair"):
+        ClientData.from_datasets(sets)
