@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..nn import ClientData, FlatModel
+from ..nn import ClientBuckets, ClientData, FlatModel
 from ._local_sgd import local_sgd
 from .aggregate import group_average, sample_clients
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -36,7 +36,7 @@ from .contract import FederatedResult, TrainingOptions, start_run
 __all__ = ["fedavg", "group_average", "sample_clients"]
 
 
-def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None = None,
+def fedavg(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None,
            **overrides: Any) -> FederatedResult:
     """FedAvg (McMahan et al. 2017, Algorithm 1); FedAvgC when ``groups`` are given.
 
@@ -45,7 +45,11 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     model
         Model as a function of a flat parameter vector.
     data
-        Local datasets of the ``n`` clients (padding carries weight 0).
+        Local datasets of the ``n`` clients (padding carries weight 0): a padded
+        :class:`~networkedfl.nn.ClientData`, clients in size buckets
+        (:class:`~networkedfl.nn.ClientBuckets`, memory at most twice the data, each bucket
+        trained in one batched call) or one ``torch.utils.data`` dataset or loader per client
+        (:func:`~networkedfl.algorithms.contract.as_client_input`).
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`, as one object and/or
         keywords.  Required: ``n_rounds`` (``T``), ``local_epochs``, ``batch_size`` and
@@ -58,14 +62,16 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     Returns
     -------
     FederatedResult
-        ``client_params`` (each client's group model), ``global_params`` ``(G, P)``,
+        ``client_params`` (each client's group model; with one group a stride-0 view of
+        ``global_params``, no copy), ``global_params`` ``(G, P)``,
         ``assignment`` (the groups), ``history``, and ``log`` with ``upload="models"``:
         per round ``|S_t|`` messages down (the global model) and ``|S_t|`` up (the local
         models), ``|S_t| * P`` floats each way.
     """
     run = start_run(model, data, options, overrides, "fedavg",
                     required=("n_rounds", "local_epochs", "batch_size", "lr"),
-                    optional=("client_fraction", "client_chunk_size", "groups", "participants"))
+                    optional=("client_fraction", "client_chunk_size", "groups", "participants"),
+                    ragged=True)
     opts, data = run.options, run.data
     group_of, n_groups, allowed, global_params = run.server_models()
     n_local = data.n_samples
@@ -76,4 +82,4 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
         global_params = group_average(local, n_local[idx], group_of[idx], global_params)
         run.record_server_round(t, upload="models", global_params=global_params, group_of=group_of,
                                 selected=selected)
-    return run.result(global_params[group_of], global_params, group_of)
+    return run.result(run.client_models(global_params, group_of), global_params, group_of)

@@ -62,4 +62,4 @@ def fedsgd(model: FlatModel, data: ClientData, options: TrainingOptions | None =
         global_params = global_params - opts.lr * mean_grad
         run.record_server_round(t, upload="gradients", global_params=global_params,
                                 group_of=group_of, selected=selected)
-    return run.result(global_params[group_of], global_params, group_of)
+    return run.result(run.client_models(global_params, group_of), global_params, group_of)

@@ -24,7 +24,9 @@ def local_training(model: FlatModel, data: ClientData, options: TrainingOptions 
     Parameters
     ----------
     model, data
-        Model and local datasets.
+        Model and local datasets (a :class:`~networkedfl.nn.ClientData`, a
+        :class:`~networkedfl.nn.ClientBuckets` or per-client torch datasets, as
+        :func:`~networkedfl.algorithms.fedavg`).
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required:
         ``local_epochs`` (epochs per round), ``batch_size`` (``None``: full-batch gradient
@@ -42,7 +44,8 @@ def local_training(model: FlatModel, data: ClientData, options: TrainingOptions 
         ``local_sgd(..., epochs=n_rounds * local_epochs)``, so the result is identical to it.
     """
     run = start_run(model, data, options, overrides, "local_training",
-                    required=("local_epochs", "batch_size", "lr"), defaults={"n_rounds": 1})
+                    required=("local_epochs", "batch_size", "lr"), defaults={"n_rounds": 1},
+                    ragged=True)
     opts = run.options
     params = run.initial_rows(run.n_clients, "client")
     for t in run.rounds():

@@ -30,6 +30,7 @@ from torch import Tensor
 from .._validation import check_int
 from ..nn import (
     BatchSource,
+    ClientBuckets,
     ClientData,
     FlatModel,
     GeneratorLike,
@@ -124,7 +125,7 @@ def _blocks(x: Tensor, y: Tensor, w: Tensor, order: Tensor, n_steps: int,
 def local_sgd(
     model: FlatModel,
     params: Tensor,
-    data: ClientData,
+    data: ClientData | ClientBuckets,
     *,
     epochs: int,
     batch_size: int | None,
@@ -141,7 +142,9 @@ def local_sgd(
     params
         ``(n, P)`` starting parameters of the ``n`` clients of ``data`` (not modified).
     data
-        Local datasets, possibly padded (padding samples have weight 0).
+        Local datasets, possibly padded (padding samples have weight 0), or clients in
+        buckets of similar sizes (:class:`~networkedfl.nn.ClientBuckets`): each bucket is
+        trained in turn, its ``epochs`` drawing from the one generator of ``seed``.
     epochs
         Local epochs ``E`` (0 returns a copy of ``params``).
     batch_size
@@ -184,6 +187,13 @@ def local_sgd(
         raise ValueError(
             f"params must be ({n}, {model.n_params}) for {n} clients, got {tuple(params.shape)}"
         )
+    if isinstance(data, ClientBuckets):
+        gen = None if seed is None else make_generator(seed)
+        out = torch.empty_like(params)
+        for part, rows in zip(data.buckets, data.clients, strict=True):  # buckets, not clients
+            out[rows] = local_sgd(model, params[rows], part, epochs=epochs, batch_size=batch_size,
+                                  lr=lr, seed=gen, chunk_size=chunk_size)
+        return out
     chunks = client_chunks(n, chunk_size, "chunk_size")
     step_grad = batch_gradients(model)
     x, y, w = data.features, data.targets, data.sample_weights

@@ -57,6 +57,8 @@ except ModuleNotFoundError as _error:
 from .._validation import check_int
 from ..nn import (
     DEFAULT_DTYPE,
+    ClientBatches,
+    ClientBuckets,
     ClientData,
     DeviceLike,
     FlatModel,
@@ -81,7 +83,9 @@ __all__ = [
     "RoundState",
     "Run",
     "TrainingOptions",
+    "as_client_input",
     "check_groups",
+    "check_labels",
     "check_participants",
     "initial_rows",
     "start_run",
@@ -112,9 +116,8 @@ class RoundState:
         Round number, starting at 1 (for :func:`local_training`: the epoch).
     client_params
         ``(n, P)`` the model every client holds after the round.  The client-server methods
-        (FedAvg, FedSGD, IFCA) build it for the callback only: an ``(n, P)`` gather of the
-        server models per round, the one cost of a round that grows with all clients rather
-        than the sampled ones.
+        (FedAvg, FedSGD, IFCA) build it for the callback only: with one server model a
+        stride-0 view of it (no copy), else an ``(n, P)`` gather of the server models.
     global_params
         ``(G, P)`` the server's models (groups, clusters); for serverless training the
         network average ``(1, P)``; for local training ``client_params``.
@@ -163,7 +166,9 @@ class FederatedResult:
     ----------
     client_params
         ``(n, P)`` each client's final model (FedAvg/FedSGD/IFCA: the model of its group or
-        cluster; gossip and local training: its own).
+        cluster; gossip and local training: its own).  FedAvg and FedSGD with one server
+        model return a view of ``global_params`` (``global_params.expand(n, -1)``: stride 0,
+        no copy, memory independent of ``n``): ``clone()`` it before writing into it.
     global_params
         ``(G, P)`` the final server models: one per group (FedAvg, FedSGD; ``G = 1``
         without groups), one per cluster (IFCA), the network average (gossip, ``G = 1``),
@@ -476,11 +481,15 @@ def start_run(
     optional: Iterable[str] = (),
     defaults: Mapping[str, Any] | None = None,
     batches: bool = False,
+    ragged: bool = False,
 ) -> Run:
     """The common start of every method: its options resolved (``options`` with the keyword
     ``overrides``, see :meth:`TrainingOptions.resolve`), ``data`` in the options' dtype on
-    their device (a :class:`~networkedfl.nn.ClientData`, or with ``batches`` any
-    :class:`~networkedfl.nn.BatchSource`), the generator made from ``seed`` and the recorder
+    their device (a :class:`~networkedfl.nn.ClientData`, with ``ragged`` a
+    :class:`~networkedfl.nn.ClientBuckets` too, with ``batches`` any
+    :class:`~networkedfl.nn.BatchSource`; a list of per-client ``torch.utils.data`` datasets
+    or loaders is converted by :func:`as_client_input`), integer labels checked against the
+    model's outputs (:func:`check_labels`), the generator made from ``seed`` and the recorder
     (with a progress bar over ``n_rounds`` if asked)."""
     if options is not None and not isinstance(options, TrainingOptions):
         raise TypeError(f"{method}() options must be a TrainingOptions, got {type(options).__name__}")
@@ -490,22 +499,81 @@ def start_run(
         if key not in names:
             raise _unknown_option(method, key, names)
     opts = (options or TrainingOptions()).replace(**changes)
+    data = as_client_input(data)
     if opts.dtype is None:  # the precision of the data
-        weights = getattr(data, "sample_weights", None)
+        weights = data.buckets[0].sample_weights if isinstance(data, ClientBuckets) \
+            else getattr(data, "sample_weights", None)
         floating = isinstance(weights, Tensor) and weights.is_floating_point()
         opts = opts.replace(dtype=weights.dtype if floating else DEFAULT_DTYPE)
     opts = opts.resolve(method, required=required, optional=optional, defaults=defaults)
+    if isinstance(data, ClientBuckets) and not ragged:
+        raise TypeError(f"{method}() takes clients padded to one length, not ClientBuckets: pass "
+                        "data.padded() (fedavg and local_training take buckets)")
     if batches:
         data = as_batches(data, opts.dtype, opts.device)
-    elif isinstance(data, ClientData):
+    elif isinstance(data, ClientData | ClientBuckets):
         data = data.to(opts.dtype, opts.device)
     else:
         raise TypeError(f"{method}() data must be a ClientData, got {type(data).__name__}")
+    data = check_labels(model, data, method)
     bar = None
     if show_progress(opts.progress) and opts.n_rounds is not UNSET:
         bar = tqdm(total=opts.n_rounds, desc=method, leave=False)
     recorder = Recorder(opts.callback, torch.empty((), dtype=opts.dtype).element_size(), bar=bar)
     return Run(opts, model, data, make_generator(opts.seed), recorder)
+
+
+def as_client_input(data: Any) -> Any:
+    """The one conversion of the methods' ``data``: a list (or tuple) of per-client
+    ``torch.utils.data`` datasets or loaders (one per client) becomes a padded
+    :class:`~networkedfl.nn.ClientData` (:meth:`~networkedfl.nn.ClientData.from_datasets`, in
+    the features' precision); anything else is returned as it is."""
+    torch_clients = isinstance(data, list | tuple) and bool(data) and all(
+        isinstance(d, torch.utils.data.Dataset | torch.utils.data.DataLoader) for d in data)
+    return ClientData.from_datasets(data) if torch_clients else data
+
+
+def check_labels(model: FlatModel, data: Any, method: str) -> Any:
+    """``data``, its integer labels checked against the model's outputs before training.
+
+    Where a sample's output has one dimension more than its target (class scores of a class
+    label, as for :func:`~networkedfl.nn.cross_entropy`), found by one forward pass of one
+    sample, every real sample's label must lie in ``[0, C)``, ``C`` the number of outputs: a
+    ``ValueError`` names the method, the client and the label otherwise.  Padding (weight 0)
+    is not checked; padding labels out of range are set to 0 (their loss weighs nothing, but
+    the loss's ``gather`` would fail).  Other data (floating targets, other sources) are
+    returned as they are."""
+    if isinstance(data, ClientBuckets):
+        return ClientBuckets(tuple(_check_label_range(model, part, method, rows)
+                                   for part, rows in zip(data.buckets, data.clients, strict=True)),
+                             data.clients)
+    if isinstance(data, ClientData | ClientBatches):
+        return _check_label_range(model, data, method, None)
+    return data
+
+
+def _check_label_range(model: FlatModel, data: Any, method: str, clients: Tensor | None) -> Any:
+    y, w = data.targets, data.sample_weights
+    if y.is_floating_point() or y.is_complex() or y.numel() == 0:
+        return data
+    with torch.no_grad():
+        probe = model.forward(torch.zeros(model.n_params, dtype=w.dtype, device=w.device),
+                              data.features[0, :1])
+    if probe.ndim != y.ndim:
+        return data
+    n_out = int(probe.shape[-1])
+    outside = ((y < 0) | (y >= n_out)).reshape(*w.shape, -1)
+    bad = outside.any(dim=-1)
+    real = bad & (w > 0)
+    if bool(real.any()):
+        i, j = (int(v) for v in torch.nonzero(real)[0])
+        label = int(y[i, j].reshape(-1)[outside[i, j]][0])
+        client = i if clients is None else int(clients[i])
+        raise ValueError(f"{method}(): client {client} holds label {label} (its sample {j}), but the "
+                         f"model has {n_out} outputs: class labels must lie in [0, {n_out})")
+    if not bool(bad.any()):
+        return data
+    return type(data)(data.features, y.masked_fill(outside.reshape(y.shape), 0), w)
 
 
 @dataclass(eq=False)
@@ -577,6 +645,13 @@ class Run:
         allowed = self.participants()
         return group_of, n_groups, allowed, self.initial_rows(n_groups, "group")
 
+    def client_models(self, global_params: Tensor, group_of: Tensor) -> Tensor:
+        """``(n, P)`` every client's server model ``global_params[group_of]``: with one server
+        model a stride-0 view of it (``expand``: no copy, memory independent of ``n``)."""
+        if global_params.shape[0] == 1:
+            return global_params.expand(self.n_clients, -1)
+        return global_params[group_of]
+
     def mask(self, mask: Any) -> Tensor | None:
         """A per-client parameter mask ``(n, P)`` (:func:`~networkedfl.nn.check_mask`)."""
         return check_mask(mask, self.n_clients, self.n_params, self.dtype, self.device)
@@ -638,7 +713,8 @@ class Run:
         self.recorder.record(
             round_, upload=upload, download="models", clients=r, messages_up=s, messages_down=r,
             floats_up=s * p, floats_down=r * p if floats_down is None else floats_down,
-            client_params=(lambda: global_params[group_of]) if client_params is None else client_params,
+            client_params=(lambda: self.client_models(global_params, group_of)) if client_params is None
+            else client_params,
             global_params=global_params, selected=selected, assignment=group_of, extra=extra)
 
     @property

@@ -34,7 +34,7 @@ from ..fedrelax import largest_remainder, softmax
 from ..seeding import Seed, as_rng
 
 if TYPE_CHECKING:
-    from ..nn import ClientData, DeviceLike
+    from ..nn import ClientBuckets, ClientData, DeviceLike
 
 __all__ = [
     "client_data",
@@ -155,12 +155,24 @@ def mixture(sources: Any, n_clients: int, samples_per_client: int, *, seed: Seed
 
 
 def client_data(features: Any, targets: Any, parts: Sequence[np.ndarray], *, dtype: Any = None,
-                device: DeviceLike = "cpu") -> ClientData:
-    """The clients' datasets of a partition as one padded
-    :class:`~networkedfl.nn.ClientData` (padding has sample weight 0) in ``dtype`` (a torch
-    dtype or its name; default :data:`~networkedfl.nn.DEFAULT_DTYPE`, float32)."""
-    from ..nn import ClientData, as_dtype
+                device: DeviceLike = "cpu", layout: str = "padded") -> ClientData | ClientBuckets:
+    """The clients' datasets of a partition in ``dtype`` (a torch dtype or its name; default
+    :data:`~networkedfl.nn.DEFAULT_DTYPE`, float32), padding with sample weight 0.
 
+    ``layout="padded"`` (default): one :class:`~networkedfl.nn.ClientData` padded to the
+    largest client, which every torch method takes.  ``"buckets"``: a
+    :class:`~networkedfl.nn.ClientBuckets`, clients grouped by size and padded within their
+    bucket, storing at most twice the data however skewed the sizes (e.g.
+    ``quantity_skew(200000, 2000, 0.1)``: ~50x the data padded, at most 2x in buckets);
+    :func:`~networkedfl.algorithms.fedavg` and ``local_training`` take it."""
+    from ..nn import ClientBuckets, ClientData, as_dtype
+
+    if layout not in ("padded", "buckets"):
+        raise ValueError(f"layout must be 'padded' or 'buckets', got {layout!r}")
+    if layout == "buckets":
+        if not len(parts) or min(len(p) for p in parts) < 1:
+            raise ValueError("every client needs at least one sample")
+        return ClientBuckets.from_parts(features, targets, parts, dtype=as_dtype(dtype), device=device)
     x, y = np.asarray(features), np.asarray(targets)
     counts = np.array([len(p) for p in parts], dtype=np.int64)
     if counts.size == 0 or counts.min() < 1:

@@ -1,6 +1,8 @@
 """Models as functions of a flat parameter vector, batched over clients (PyTorch).
 
-Flat-parameter models and batched client losses (:class:`FlatModel`, :class:`ClientData`),
+Flat-parameter models and batched client losses (:class:`FlatModel`, :class:`ClientData`,
+:class:`ClientBuckets` for clients of very different sizes; :func:`from_module` wraps an
+``nn.Module``, :func:`load_into` writes a trained vector back into it),
 mini-batch sources and batched gradients shared by the torch algorithms, their optimiser
 steps (:func:`sgd_step`, :func:`heavy_ball_step`, :class:`RMSprop`) and dtype/device parsing
 with the one default precision (:func:`as_dtype`, :data:`DEFAULT_DTYPE`), the two-layer
@@ -16,6 +18,7 @@ try:
 except ModuleNotFoundError as _error:
     raise (missing_extra(_error, "networkedfl.nn") or _error) from _error
 
+from ._buckets import ClientBuckets
 from ._client_batches import (
     BatchSource,
     ClientBatches,
@@ -62,6 +65,7 @@ from ._nplm import (
 )
 from ._optim import RMSprop, heavy_ball_step, sgd_step
 from ._prox_cross_entropy import InexactProxCrossEntropy
+from ._torch_io import load_into
 
 __all__ = [
     "DEFAULT_DTYPE",
@@ -80,6 +84,7 @@ __all__ = [
     "client_losses",
     "client_token_losses",
     "ClientBatches",
+    "ClientBuckets",
     "ClientData",
     "cross_entropy",
     "DenseDerivatives",
@@ -90,6 +95,7 @@ __all__ = [
     "InexactProxCrossEntropy",
     "inverse_sqrt",
     "linear_regression",
+    "load_into",
     "losses_of_models",
     "make_generator",
     "MODULE_INITS",

@@ -441,6 +441,29 @@ def _reset_draw(module: torch.nn.Module) -> Callable[[torch.Generator], list[Ten
     return draw
 
 
+#: Submodules that draw random numbers in training mode (from the global generator).
+_RANDOM_LAYERS = (torch.nn.modules.dropout._DropoutNd, torch.nn.RReLU)
+
+
+def _check_module(module: torch.nn.Module) -> None:
+    """A ``ValueError`` naming the first submodule that cannot train under ``vmap``: batch
+    normalisation or a random layer (dropout) in training mode."""
+    for name, sub in module.named_modules():
+        label = f"{name or type(module).__name__!r} ({type(sub).__name__})"
+        if isinstance(sub, torch.nn.modules.batchnorm._BatchNorm) and sub.training:
+            raise ValueError(
+                f"from_module: submodule {label} is batch normalisation in training mode: it updates "
+                "its running statistics in place, which vmap over the clients cannot do, and its "
+                "batch statistics would mix the padding rows of the clients' datasets into the "
+                "outputs; use torch.nn.GroupNorm or torch.nn.LayerNorm (per-sample normalisation), "
+                "or call module.eval() to normalise with its fixed running statistics")
+        if isinstance(sub, _RANDOM_LAYERS) and sub.training:
+            raise ValueError(
+                f"from_module: submodule {label} is random in training mode: its masks would come "
+                "from PyTorch's global generator inside vmap, not from the method's seed, so runs "
+                "could not be reproduced; remove it, or call module.eval() (dropout off)")
+
+
 def from_module(
     module: torch.nn.Module,
     sample_loss: Callable[[Tensor, Tensor], Tensor],
@@ -455,8 +478,15 @@ def from_module(
     :func:`torch.func.functional_call`.  Floating-point buffers are passed along cast to
     the parameters' dtype.
 
-    The module must be usable under :func:`torch.func.vmap` (no in-place buffer updates:
-    put batch normalisation in eval mode, for instance).
+    The module must be usable under :func:`torch.func.vmap`, which trains all clients at
+    once; what cannot be is refused here, naming the submodule (:func:`_check_module`):
+    batch normalisation in training mode (its running statistics are updated in place, and
+    its batch statistics mix the padding rows of the clients' datasets into every output):
+    use :class:`torch.nn.GroupNorm` or :class:`torch.nn.LayerNorm` (per-sample), or
+    ``module.eval()`` (fixed running statistics); and dropout (or ``RReLU``) in training
+    mode, whose masks would come from PyTorch's global generator, not the method's
+    ``seed``: ``module.eval()`` turns it off.  The way back from a trained vector to the
+    module is :func:`~networkedfl.nn.load_into`.
 
     Parameters
     ----------
@@ -482,6 +512,7 @@ def from_module(
         Log name (default: the module's class name).
     """
     _check_sample_loss(sample_loss)
+    _check_module(module)
     if init not in MODULE_INITS:
         raise ValueError(f"init must be one of {MODULE_INITS}, got {init!r}")
     named = [(k, v.detach().clone()) for k, v in module.named_parameters()]
@@ -703,6 +734,21 @@ class ClientData(PaddedClients):
             c = torch.as_tensor(c, device=device)
             w = (torch.arange(m, device=device)[None, :] < c[:, None]).to(dtype)
         return cls(x, y, w)
+
+    @classmethod
+    def from_datasets(cls, clients: Sequence[Any], *, dtype: torch.dtype | None = None,
+                      device: DeviceLike = "cpu") -> ClientData:
+        """Client data from one ``torch.utils.data`` ``Dataset`` or ``DataLoader`` per client
+        (items or batches ``(features, target)``), zero-padded as
+        :meth:`from_client_arrays`; ``dtype=None``: the features' floating dtype
+        (:data:`DEFAULT_DTYPE` for integer features).  The torch methods convert such a list
+        themselves."""
+        from ._torch_io import _read_clients
+
+        xs, ys = _read_clients(clients)
+        if dtype is None:
+            dtype = xs[0].dtype if xs[0].is_floating_point() else DEFAULT_DTYPE
+        return cls.from_client_arrays(xs, ys, dtype=dtype, device=device)
 
     @classmethod
     def from_client_arrays(
