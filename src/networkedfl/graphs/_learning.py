@@ -441,9 +441,12 @@ def knn_graph_of_points(
     keep[np.arange(n), np.where(own.any(axis=1), own.argmax(axis=1), k)] = False
     directed = np.stack([np.repeat(np.arange(n), k), nearest[keep]], axis=1)
     lengths = lengths[keep]
-    if relation == "union":
-        directed, first = np.unique(np.sort(directed, axis=1), axis=0, return_index=True)
-        lengths = lengths[first]
+    if relation == "union":  # each pair once, in lexicographic order (as np.unique of the rows)
+        pairs = np.sort(directed, axis=1)
+        keys = pairs[:, 0] * n + pairs[:, 1]
+        order = np.argsort(keys, kind="stable")  # a sort: numpy's hashing np.unique is slower
+        first = order[np.concatenate([[True], np.diff(keys[order]) != 0])]
+        directed, lengths = pairs[first], lengths[first]
     return _kernel_graph(n, directed, lengths, scale, rescale, clusters, relation)
 
 
