@@ -160,6 +160,19 @@ def measure(n: int, kind: str, timeout: float) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+#: run_all.py's sizes (ring): ``--quick`` and full mode
+QUICK_SIZES, FULL_SIZES = (10_000,), (100_000, 1_000_000)
+
+
+def measure_all(sizes, kind: str = "ring", timeout: float = 1800.0) -> list[dict]:
+    """:func:`measure` of every size, in turn."""
+    rows = []
+    for n in sizes:
+        print(f"... {n:,} nodes ({kind})", file=sys.stderr, flush=True)
+        rows.append(measure(int(n), kind, timeout))
+    return rows
+
+
 def render(rows: list[dict], *, markdown: bool = False) -> list[str]:
     """One row per size: seconds of each phase (peak RSS after it), the total peak and the bar."""
     head = ["nodes", "graph", "edges", "RSS after warm-up", *PHASES, "peak RSS", f"within {BAR_GIB:g} GiB"]
@@ -193,11 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         case = json.loads(args.case)
         print(json.dumps(run_case(int(case["nodes"]), case["graph"])))
         return 0
-    sizes = [10_000] if args.quick else [int(float(text)) for text in args.nodes]
-    rows = []
-    for n in sizes:
-        print(f"... {n:,} nodes ({args.graph})", file=sys.stderr, flush=True)
-        rows.append(measure(n, args.graph, args.timeout))
+    sizes = QUICK_SIZES if args.quick else [int(float(text)) for text in args.nodes]
+    rows = measure_all(sizes, args.graph, args.timeout)
     print("\n".join(render(rows, markdown=args.markdown)))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
