@@ -61,7 +61,7 @@ from ..nn import (
     make_generator,
     step_size,
 )
-from ._gossip import as_scipy_matrix, mixing_matrix, to_torch_sparse
+from ._gossip import _as_scipy_matrix, mixing_matrix, to_torch_sparse
 from .aggregate import mix
 from .contract import FederatedResult, TrainingOptions, start_run
 
@@ -88,12 +88,12 @@ def check_doubly_stochastic(matrix: Any, atol: float = 1e-10) -> None:
     with ``nnz`` entries costs ``O(n + nnz)`` memory; the error names the first offending
     entry, row or column.  Sums are compared with ``numpy.isclose(sums, 1, atol=atol)``.
     """
-    checked_mixing_matrix(matrix, atol)
+    _checked_mixing_matrix(matrix, atol)
 
 
-def checked_mixing_matrix(matrix: Any, atol: float = 1e-10) -> sp.csr_matrix:
+def _checked_mixing_matrix(matrix: Any, atol: float = 1e-10) -> sp.csr_matrix:
     """``matrix`` as a float64 scipy CSR matrix, checked by :func:`check_doubly_stochastic`."""
-    w = as_scipy_matrix(matrix, name="the mixing matrix")
+    w = _as_scipy_matrix(matrix, name="the mixing matrix")
     if w.shape[0] != w.shape[1]:
         raise ValueError(f"the mixing matrix must be square, got shape {w.shape}")
     coo = w.tocoo()
@@ -141,13 +141,13 @@ def mixing_operator(
         # consensus needs a connected graph; the Laplacian rule mixes by weight
         graph.check(purpose="DFL", require_connected=True, allow_zero_weights=rule != "laplacian")
         graph = mixing_matrix(graph, rule)
-    w = checked_mixing_matrix(graph)
+    w = _checked_mixing_matrix(graph)
     coo = w.tocoo()
     messages = int(np.count_nonzero((coo.row != coo.col) & (coo.data != 0)))
     return to_torch_sparse(w, dtype=dtype, device=device), messages
 
 
-def graph_argument(graph: Any, mixing: Any, function: str) -> Any:
+def _graph_argument(graph: Any, mixing: Any, function: str) -> Any:
     """The graph given as ``graph``, or as the deprecated keyword ``mixing`` (with a
     ``FutureWarning``); a ``TypeError`` when both or neither are given."""
     if mixing is None:
@@ -335,7 +335,7 @@ def dfl_sgd(
         ``client_params`` ``(n, P)``; ``global_params`` the network average; history rows
         with ``consensus_distance`` and ``step`` (iterations so far).
     """
-    graph = graph_argument(graph, mixing, "dfl_sgd")
+    graph = _graph_argument(graph, mixing, "dfl_sgd")
     return _run("sgd", model, data, graph, options, overrides, rule=rule, order=order, mask=mask,
                 mask_average=mask_average)
 
@@ -360,6 +360,6 @@ def dfl_gt(
     Each gossip sends the model and the tracker (``upload="models+trackers"``, twice the
     floats of DFL-SGD).
     """
-    graph = graph_argument(graph, mixing, "dfl_gt")
+    graph = _graph_argument(graph, mixing, "dfl_gt")
     return _run("gt", model, data, graph, options, overrides, rule=rule, order="dsgd", mask=mask,
                 mask_average=mask_average)

@@ -130,7 +130,7 @@ def to_torch_sparse(
     return out.coalesce()
 
 
-def as_scipy_matrix(matrix: Any, *, name: str = "matrix") -> sp.csr_matrix:
+def _as_scipy_matrix(matrix: Any, *, name: str = "matrix") -> sp.csr_matrix:
     """A 2-D scipy sparse matrix, numpy array or torch tensor (strided or sparse) as a
     float64 scipy CSR matrix.  A sparse tensor stays sparse on the way (its stored entries
     only); a dense input is already ``(n, n)`` and is compressed."""
@@ -172,7 +172,7 @@ def gossip_average(
             flat = mix(w, flat)
         return flat.reshape(values.shape)
     arr = np.asarray(values, dtype=float)
-    mixing = mixing if sp.issparse(mixing) else as_scipy_matrix(mixing, name="mixing")
+    mixing = mixing if sp.issparse(mixing) else _as_scipy_matrix(mixing, name="mixing")
     flat = arr.reshape(arr.shape[0], -1)
     for _ in range(n_steps):
         flat = mixing @ flat
