@@ -253,6 +253,26 @@ def test_fedavg_scale_measures_the_library_the_loop_and_the_bar(run_all, tmp_pat
     assert "error: boom" in broken
 
 
+def test_sparse_scale_measures_every_phase_on_a_ring_and_a_knn_graph(run_all):
+    """bench_sparse_scale.py at toy sizes, each in its subprocess: every phase timed with its
+    peak memory, gossip keeps the mean, the k-NN graph's largest component is used; run_all
+    renders the section and a failed case as an error row."""
+    bench = run_all._import_bench("bench_sparse_scale")
+    rows = bench.measure_all([200], "ring") + bench.measure_all([300], "knn")
+    for row in rows:
+        assert "error" not in row, row
+        assert list(row["phases"]) == list(bench.PHASES)
+        assert all(p["s"] >= 0 and p["peak_rss_mib"] >= row["rss_import_mib"] for p in row["phases"].values())
+        assert row["gossip_mean_drift"] < 1e-12 and row["gtv_weights_finite"]
+    assert rows[0]["nodes"] == rows[0]["edges"] == 200 and rows[0]["nnz_w"] == 600
+    assert rows[1]["nodes"] <= 300 and rows[1]["edges"] >= 3 * rows[1]["nodes"]
+    text = run_all.render({"quick": True, "sparse_scale": {"rows": rows}, "machine": run_all.machine(),
+                           "elapsed_s": 1.0}, markdown=True)
+    assert "bench_sparse_scale.py" in text and "| 200 | ring | 200 |" in text
+    failed = bench.render([{"nodes": 10, "graph": "ring", "error": "exit 1: MemoryError"}])
+    assert "exit 1: MemoryError" in failed[-1] and failed[-1].endswith("no")
+
+
 @pytest.fixture(scope="module")
 def bench_gtv_solver():
     yield from _script_module("benchmarks_bench_gtv_solver", RUN_ALL.parent / "bench_gtv_solver.py")

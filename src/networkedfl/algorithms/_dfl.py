@@ -31,12 +31,14 @@ would keep ``mean v^t = mean g^t - mean g^0`` forever, i.e. the method would sto
 average gradient returns to its initial value.)
 
 Everything is batched over clients: one ``vmap(grad(...))`` call per step and one sparse
-(or dense) product with ``W`` per gossip.  A per-client mask freezes parameters
+product with ``W`` per gossip (``W`` is never densified: memory and time ``O(n P + nnz(W))``,
+so a 10^6-node ring fits in a few GiB).  A per-client mask freezes parameters
 (:func:`~networkedfl.nn.freeze`).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -59,7 +61,7 @@ from ..nn import (
     make_generator,
     step_size,
 )
-from ._gossip import mixing_matrix, to_torch_sparse
+from ._gossip import _as_scipy_matrix, mixing_matrix, to_torch_sparse
 from .aggregate import mix
 from .contract import FederatedResult, TrainingOptions, start_run
 
@@ -78,56 +80,86 @@ Order = Literal["dsgd", "atc"]
 
 
 def check_doubly_stochastic(matrix: Any, atol: float = 1e-10) -> None:
-    """Raise ``ValueError`` unless ``matrix`` is square, non-negative, ``W 1 = 1`` and
-    ``1^T W = 1^T`` (the chapter's conditions on the mixing matrix, Sec. 10.2)."""
-    if isinstance(matrix, Tensor):
-        dense = (matrix.to_dense() if matrix.is_sparse else matrix).detach().cpu().double().numpy()
-    elif sp.issparse(matrix):
-        dense = matrix.toarray()
-    else:
-        dense = np.asarray(matrix, dtype=float)
-    if dense.ndim != 2 or dense.shape[0] != dense.shape[1]:
-        raise ValueError(f"the mixing matrix must be square, got shape {dense.shape}")
-    if np.any(dense < -atol):
-        raise ValueError("the mixing matrix has negative entries")
-    rows, cols = dense.sum(axis=1), dense.sum(axis=0)
-    if not (np.allclose(rows, 1.0, atol=atol) and np.allclose(cols, 1.0, atol=atol)):
-        raise ValueError(
-            "the mixing matrix must be doubly stochastic: row sums in "
-            f"[{rows.min():.6g}, {rows.max():.6g}], column sums in [{cols.min():.6g}, {cols.max():.6g}]"
-        )
+    """Raise ``ValueError`` unless ``matrix`` is square, finite, non-negative, ``W 1 = 1``
+    and ``1^T W = 1^T`` (the chapter's conditions on the mixing matrix, Sec. 10.2).
+
+    ``matrix`` is scipy sparse, a numpy array or a torch tensor (strided or sparse).  The
+    check is sparse (row and column sums of the stored entries), so an ``(n, n)`` matrix
+    with ``nnz`` entries costs ``O(n + nnz)`` memory; the error names the first offending
+    entry, row or column.  Sums are compared with ``numpy.isclose(sums, 1, atol=atol)``.
+    """
+    _checked_mixing_matrix(matrix, atol)
+
+
+def _checked_mixing_matrix(matrix: Any, atol: float = 1e-10) -> sp.csr_matrix:
+    """``matrix`` as a float64 scipy CSR matrix, checked by :func:`check_doubly_stochastic`."""
+    w = _as_scipy_matrix(matrix, name="the mixing matrix")
+    if w.shape[0] != w.shape[1]:
+        raise ValueError(f"the mixing matrix must be square, got shape {w.shape}")
+    coo = w.tocoo()
+    bad = ~np.isfinite(coo.data)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(f"the mixing matrix has entries that are not finite, e.g. "
+                         f"W[{coo.row[k]}, {coo.col[k]}] = {coo.data[k]}")
+    bad = coo.data < -atol
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(f"the mixing matrix has negative entries, e.g. ({coo.row[k]}, {coo.col[k]}): "
+                         f"{coo.data[k]:.6g}")
+    wrong = []
+    for kind, axis in (("row", 1), ("column", 0)):
+        sums = np.asarray(w.sum(axis=axis)).ravel()
+        off = ~np.isclose(sums, 1.0, atol=atol)
+        if off.any():
+            i = int(np.argmax(off))
+            wrong.append(f"{kind} {i} sums to {sums[i]:.6g} ({int(off.sum())} {kind}s off)")
+    if wrong:
+        raise ValueError("the mixing matrix must be doubly stochastic (W 1 = 1 and 1^T W = 1^T): "
+                         + "; ".join(wrong))
+    return w
 
 
 def mixing_operator(
-    mixing: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
+    graph: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
     *,
     rule: str = "metropolis",
     dtype: torch.dtype = DEFAULT_DTYPE,
     device: DeviceLike = "cpu",
 ) -> tuple[Tensor, int]:
-    """The mixing matrix as a torch tensor and the number of messages of one gossip.
+    """The mixing matrix as a sparse torch tensor and the number of messages of one gossip.
 
-    ``mixing`` is a communication graph (then ``W = mixing_matrix(graph, rule)``) or an
+    ``graph`` is a communication graph (then ``W = mixing_matrix(graph, rule)``) or an
     explicit ``(n, n)`` matrix (scipy sparse, numpy or torch), checked to be doubly
-    stochastic.  Scipy matrices become sparse tensors, dense ones stay dense.  One gossip
-    sends a model along every non-zero off-diagonal entry: that count is returned.
+    stochastic.  Every form becomes a coalesced sparse COO tensor (:func:`to_torch_sparse`),
+    so a gossip costs ``O(nnz(W) P)``, never ``O(n^2 P)``.  One gossip sends a model along
+    every non-zero off-diagonal entry: that count is returned.
     """
-    if is_networkx_graph(mixing):  # a matrix here is W itself, not an adjacency
-        mixing = as_graph(mixing, name="mixing")
-    if isinstance(mixing, EmpiricalGraph):
+    if is_networkx_graph(graph):  # a matrix here is W itself, not an adjacency
+        graph = as_graph(graph, name="graph")
+    if isinstance(graph, EmpiricalGraph):
         # consensus needs a connected graph; the Laplacian rule mixes by weight
-        mixing.check(purpose="DFL", require_connected=True, allow_zero_weights=rule != "laplacian")
-        mixing = mixing_matrix(mixing, rule)
-    check_doubly_stochastic(mixing)
-    if sp.issparse(mixing):
-        coo = sp.coo_matrix(mixing)
-        messages = int(np.count_nonzero((coo.row != coo.col) & (coo.data != 0)))
-        return to_torch_sparse(mixing, dtype=dtype, device=device), messages
-    t = mixing if isinstance(mixing, Tensor) else torch.as_tensor(np.asarray(mixing, dtype=float))
-    t = t.to_dense() if t.is_sparse else t
-    t = t.to(dtype=dtype, device=device)
-    off = t - torch.diag(torch.diagonal(t))
-    return t, int((off != 0).sum())
+        graph.check(purpose="DFL", require_connected=True, allow_zero_weights=rule != "laplacian")
+        graph = mixing_matrix(graph, rule)
+    w = _checked_mixing_matrix(graph)
+    coo = w.tocoo()
+    messages = int(np.count_nonzero((coo.row != coo.col) & (coo.data != 0)))
+    return to_torch_sparse(w, dtype=dtype, device=device), messages
+
+
+def _graph_argument(graph: Any, mixing: Any, function: str) -> Any:
+    """The graph given as ``graph``, or as the deprecated keyword ``mixing`` (with a
+    ``FutureWarning``); a ``TypeError`` when both or neither are given."""
+    if mixing is None:
+        if graph is None:
+            raise TypeError(f"{function}() missing 1 required argument: 'graph'")
+        return graph
+    if graph is not None:
+        raise TypeError(f"{function}() got both 'graph' and 'mixing' (the deprecated name of 'graph')")
+    warnings.warn(f"{function}(): the keyword 'mixing' is deprecated and will be removed; pass the "
+                  "communication graph or mixing matrix as 'graph' (the name every networkedfl "
+                  "function and estimator uses)", FutureWarning, stacklevel=3)
+    return mixing
 
 
 @dataclass(frozen=True, eq=False)
@@ -219,13 +251,13 @@ def dfl_iterates(
         yield DFLState(t + 1, theta, g, tracker)
 
 
-def _run(method: Method, model: FlatModel, data: Any, mixing: Any,
+def _run(method: Method, model: FlatModel, data: Any, graph: Any,
          options: TrainingOptions | None, overrides: dict[str, Any], *, rule: str, order: Order,
          mask: Any, mask_average: bool) -> FederatedResult:
     run = start_run(model, data, options, overrides, f"dfl_{method}",
                     required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
     opts, n, tau = run.options, run.n_clients, run.options.local_steps
-    w_mix, messages_per_gossip = mixing_operator(mixing, rule=rule, dtype=run.dtype, device=run.device)
+    w_mix, messages_per_gossip = mixing_operator(graph, rule=rule, dtype=run.dtype, device=run.device)
     if w_mix.shape != (n, n):
         raise ValueError(f"the mixing matrix is {tuple(w_mix.shape)} but there are {n} clients")
     mask_t = run.mask(mask)
@@ -248,13 +280,14 @@ def _run(method: Method, model: FlatModel, data: Any, mixing: Any,
 def dfl_sgd(
     model: FlatModel,
     data: Any,
-    mixing: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
+    graph: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor | None = None,
     options: TrainingOptions | None = None,
     *,
     rule: str = "metropolis",
     order: Order = "dsgd",
     mask: Any = None,
     mask_average: bool = False,
+    mixing: Any = None,
     **overrides: Any,
 ) -> FederatedResult:
     """DFL-SGD (the chapter, eqs. (10.3)-(10.4), Algorithm 1): local SGD with gossip every
@@ -267,9 +300,12 @@ def dfl_sgd(
     data
         A :class:`~networkedfl.nn.ClientData`, a :class:`~networkedfl.nn.ClientBatches`
         or any :class:`~networkedfl.nn.BatchSource` (per-client mini-batch sampler).
-    mixing
-        Communication graph (mixing by ``rule``) or an explicit doubly stochastic ``(n, n)``
-        matrix.
+    graph
+        Communication graph (:data:`~networkedfl.graphs.GraphLike`: mixing by ``rule``) or
+        an explicit doubly stochastic ``(n, n)`` mixing matrix (scipy sparse, numpy or
+        torch; kept sparse, so 10^6 nodes fit: :func:`mixing_operator`).  The name of the
+        graph argument everywhere in the package (:func:`decentralized_fedavg`,
+        :func:`bigfl`, :class:`~networkedfl.gtv.GTVRegressor`, FedRelax).
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``
         (communication rounds; the run has ``n_rounds * local_steps`` iterations ``t``),
@@ -279,7 +315,7 @@ def dfl_sgd(
         Optional: ``init`` (``(P,)`` common start or ``(n, P)``), ``seed``, ``callback``
         (runs after every round of ``tau`` iterations), ``device``, ``dtype``, ``progress``.
     rule
-        Mixing rule when ``mixing`` is a graph (:data:`~.gossip.MIXING_RULES`).
+        Mixing rule when ``graph`` is a graph (:data:`~.gossip.MIXING_RULES`).
     order
         ``"dsgd"``: eq. (10.4) as written; ``"atc"``: gradient step, then mixing (equals
         FedAvg with ``tau`` local steps when ``W = 11^T/n``), see the module docstring.
@@ -290,6 +326,8 @@ def dfl_sgd(
         neighbours that train it, ``sum_j W_ij m_j theta_j / sum_j W_ij m_j`` (the same for
         the tracker of DFL-GT), so frozen coordinates (e.g. the zero embedding rows of words
         a neighbour never sees, Sec. 10.5.2) do not drag the average.  ``False``: ``W theta``.
+    mixing
+        Deprecated keyword name of ``graph`` (``FutureWarning``); will be removed.
 
     Returns
     -------
@@ -297,27 +335,31 @@ def dfl_sgd(
         ``client_params`` ``(n, P)``; ``global_params`` the network average; history rows
         with ``consensus_distance`` and ``step`` (iterations so far).
     """
-    return _run("sgd", model, data, mixing, options, overrides, rule=rule, order=order, mask=mask,
+    graph = _graph_argument(graph, mixing, "dfl_sgd")
+    return _run("sgd", model, data, graph, options, overrides, rule=rule, order=order, mask=mask,
                 mask_average=mask_average)
 
 
 def dfl_gt(
     model: FlatModel,
     data: Any,
-    mixing: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
+    graph: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor | None = None,
     options: TrainingOptions | None = None,
     *,
     rule: str = "metropolis",
     mask: Any = None,
     mask_average: bool = False,
+    mixing: Any = None,
     **overrides: Any,
 ) -> FederatedResult:
     """DFL-GT (the chapter, eqs. (10.5)-(10.6), Algorithm 1): gradient tracking with the
     model and the tracker gossiped every ``tau`` steps.
 
-    Parameters as :func:`dfl_sgd` (there is no ``order``: eq. (10.6) is run as written).
+    Parameters as :func:`dfl_sgd` (there is no ``order``: eq. (10.6) is run as written;
+    ``mixing`` is the deprecated keyword name of ``graph``).
     Each gossip sends the model and the tracker (``upload="models+trackers"``, twice the
     floats of DFL-SGD).
     """
-    return _run("gt", model, data, mixing, options, overrides, rule=rule, order="dsgd", mask=mask,
+    graph = _graph_argument(graph, mixing, "dfl_gt")
+    return _run("gt", model, data, graph, options, overrides, rule=rule, order="dsgd", mask=mask,
                 mask_average=mask_average)

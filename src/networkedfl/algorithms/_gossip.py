@@ -130,6 +130,27 @@ def to_torch_sparse(
     return out.coalesce()
 
 
+def _as_scipy_matrix(matrix: Any, *, name: str = "matrix") -> sp.csr_matrix:
+    """A 2-D scipy sparse matrix, numpy array or torch tensor (strided or sparse) as a
+    float64 scipy CSR matrix.  A sparse tensor stays sparse on the way (its stored entries
+    only); a dense input is already ``(n, n)`` and is compressed."""
+    if isinstance(matrix, Tensor):
+        t = matrix.detach().cpu()
+        if t.layout != torch.strided:
+            if t.dim() != 2:
+                raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+            t = t.to_sparse_coo().coalesce()
+            rows, cols = t.indices().numpy()
+            return sp.csr_matrix((t.values().double().numpy(), (rows, cols)), shape=tuple(t.shape))
+        matrix = t.double().numpy()
+    if sp.issparse(matrix):
+        return sp.csr_matrix(matrix, dtype=np.float64)
+    dense = np.asarray(matrix, dtype=np.float64)
+    if dense.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {dense.shape}")
+    return sp.csr_matrix(dense)
+
+
 def gossip_average(
     values: Tensor | np.ndarray, mixing: sp.spmatrix | Tensor, n_steps: int
 ) -> Tensor | np.ndarray:
@@ -148,11 +169,10 @@ def gossip_average(
         )
         flat = values.reshape(values.shape[0], -1)
         for _ in range(n_steps):
-            flat = torch.sparse.mm(w, flat)
+            flat = mix(w, flat)
         return flat.reshape(values.shape)
     arr = np.asarray(values, dtype=float)
-    if isinstance(mixing, Tensor):
-        mixing = sp.csr_matrix(mixing.to_dense().cpu().numpy())
+    mixing = mixing if sp.issparse(mixing) else _as_scipy_matrix(mixing, name="mixing")
     flat = arr.reshape(arr.shape[0], -1)
     for _ in range(n_steps):
         flat = mixing @ flat

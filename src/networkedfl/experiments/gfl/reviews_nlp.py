@@ -423,7 +423,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
         result = fedavg_steps(model, data, lr=lr, init=init, mask_average=held, groups=groups, **common)
     elif setting in ("dfl_sgd", "dfl_gt"):
         run = dfl_sgd if setting == "dfl_sgd" else dfl_gt
-        result = run(model, data, task.graph, lr=lr, rule=params["dfl"]["rule"], init=init,
+        result = run(model, data, graph=task.graph, lr=lr, rule=params["dfl"]["rule"], init=init,
                      mask_average=held, **common)
     elif setting == "fesem":
         spec = params["fesem"]

@@ -259,9 +259,9 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
                 **common, "n_rounds": n_rounds * tau, "local_steps": 1,
                 "callback": lambda s: evaluate(s.round // tau, s.client_params) if s.round % tau == 0 else None})
         elif setting == "dfl_sgd":
-            result = dfl_sgd(model, data, graph, rule=params["rule"], **common)
+            result = dfl_sgd(model, data, graph=graph, rule=params["rule"], **common)
         elif setting == "dfl_gt":
-            result = dfl_gt(model, data, graph, rule=params["rule"], **common)
+            result = dfl_gt(model, data, graph=graph, rule=params["rule"], **common)
         else:
             raise ValueError(f"{experiment_id} has no method {setting!r}")
     if setting in ("dfl_sgd", "dfl_gt"):
@@ -522,7 +522,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
         result = fedavg_steps(model, data, lr=lr, groups=groups, **common)
     elif setting in ("dfl_sgd", "dfl_gt"):
         run = dfl_sgd if setting == "dfl_sgd" else dfl_gt
-        result = run(model, data, graph, lr=lr, rule=params["rule"], **common)
+        result = run(model, data, graph=graph, lr=lr, rule=params["rule"], **common)
     elif setting == "fesem":
         fs = params["fesem"]
         result = fesem(model, data, n_clusters=int(fs["n_clusters"]), lam=float(fs["lam"]),

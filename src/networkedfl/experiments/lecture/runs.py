@@ -132,7 +132,7 @@ def run_lecture_demo(params: Params, setting: str, seed: int, base_seed: int, *,
     elif run["method"] == "gossip":  # every client exchanges with its two ring neighbours
         graph = ring(int(params["n_clients"]))
         busiest = float(graph.degrees.max()) / graph.n_edges
-        result = decentralized_fedavg(model, clients, graph, local_epochs=int(run["local_epochs"]),
+        result = decentralized_fedavg(model, clients, graph=graph, local_epochs=int(run["local_epochs"]),
                                       batch_size=int(run["batch_size"]), rule=run.get("rule", "metropolis"),
                                       **common)
     else:  # local training alone: E epochs per round, no messages (the same draws as one run)
