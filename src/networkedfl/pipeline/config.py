@@ -11,6 +11,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .._validation import unrepresentable
 from ..experiments.variants import deep_merge
 from ._yaml import MAX_YAML_VALUES, YamlProblem, load_yaml
 
@@ -123,12 +124,17 @@ def _overlay_hint(command_line: Mapping[str, Any] | None) -> str:
 
 
 def _non_finite_errors(value: Any, where: str = "config") -> list[str]:
-    """Every NaN or infinite number in the config (YAML's ``.nan``/``.inf``), by its key.
+    """Every NaN or infinite number in the config (YAML's ``.nan``/``.inf``), and every
+    number the solvers cannot represent (beyond ``1e150`` or nonzero below the smallest
+    normal float, :func:`networkedfl._validation.unrepresentable`: weights, scales, steps),
+    by its key.
 
     JSON Schema's ``number`` admits them, and a step size of ``.inf`` would otherwise run to
-    tables of NaN."""
+    tables of NaN, an edge weight of ``1e308`` to overflows."""
     if isinstance(value, float) and not math.isfinite(value):
         return [f"{where}: {value} is not a finite number (NaN and infinities are not allowed)"]
+    if isinstance(value, int | float) and not isinstance(value, bool) and unrepresentable(value):
+        return [f"{where}: {value!r} {unrepresentable(value)}"]
     if isinstance(value, Mapping):
         return [line for k, v in value.items()
                 for line in _non_finite_errors(v, f"{where}[{k!r}]" if isinstance(k, str) else f"{where}[{k}]")]
