@@ -8,8 +8,14 @@ import urllib.error
 
 import pytest
 
-from networkedfl.datasets import DownloadError, fetch_dataset, fetch_file, file_digests, get_dataset
-from networkedfl.datasets import download
+from networkedfl.datasets import (
+    DownloadError,
+    download,
+    fetch_dataset,
+    fetch_file,
+    file_digests,
+    get_dataset,
+)
 from networkedfl.io import vendored_dataset
 
 MNIST = get_dataset("mnist")
@@ -19,14 +25,21 @@ MIRROR = "https://mirror.invalid/mnist/"
 
 @pytest.fixture
 def no_network(monkeypatch):
-    """Every network request fails the test (the opener is where urllib connects)."""
-    calls = []
+    """Every network request fails the test (the opener is where urllib connects); a
+    ``file://`` URL is read as before."""
+    calls, real = [], download._opener
 
-    def opener(*args, **kwargs):
-        calls.append(args)
-        raise AssertionError("a network source was contacted")
+    class Opener:
+        def __init__(self, watchdog):
+            self.opener = real(watchdog)
 
-    monkeypatch.setattr(download, "_opener", opener)
+        def open(self, request, timeout):
+            if not request.full_url.startswith("file://"):
+                calls.append(request.full_url)
+                raise AssertionError(f"a network source was contacted: {request.full_url}")
+            return self.opener.open(request, timeout=timeout)
+
+    monkeypatch.setattr(download, "_opener", Opener)
     return calls
 
 
