@@ -303,3 +303,17 @@ def test_fedrelax_names_features_beyond_the_representable():
     table[4, 0] = 1e200
     with pytest.raises(ValueError, match=r"X.*1e\+200"):
         FedRelax(estimator=DecisionTreeRegressor(), n_iter=1).fit(table, RNG.standard_normal(6))
+
+
+def test_fedrelax_function_names_the_node_array_beyond_the_representable():
+    from sklearn.tree import DecisionTreeRegressor
+
+    from networkedfl.fedrelax import fedrelax
+
+    graph = EmpiricalGraph(2, [[0, 1]], [1.0])
+    xs = [RNG.standard_normal((3, 2)) for _ in range(2)]
+    ys = [RNG.standard_normal(3) for _ in range(2)]
+    public = [RNG.standard_normal((4, 2)) for _ in range(2)]
+    ys[1][2] = 1e-310
+    with pytest.raises(ValueError, match=r"labels\[1\]: entry 2 has 1e-310"):
+        fedrelax(graph, xs, ys, public, DecisionTreeRegressor(), alpha=0.1, n_iter=1)
