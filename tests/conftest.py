@@ -55,6 +55,31 @@ def alias_bomb(path: Path, levels: int = 9, width: int = 9) -> Path:
     return path
 
 
+def large_overlay(path: Path, megabytes: int = 50) -> Path:
+    """A config overlay of ``megabytes`` MB of valid YAML (a list of numbers under one
+    target's ``lam_range``; issue 45: 24 MB ran over 300 s in Snakemake's loader)."""
+    row = "      - 1.0\n"
+    with open(path, "w") as out:
+        out.write("experiments:\n  gtv_fig13_star_lambda:\n    lam_range:\n")
+        out.write(row * (megabytes * 10**6 // len(row) + 1))
+    return path
+
+
+def deep_overlay(path: Path, style: str, depth: int = 100_000) -> Path:
+    """A config overlay nested ``depth`` deep (issue 45: 100 000 ended in a RecursionError):
+    flow style (``[[[...]]]``), block sequences (``- - - ...``, indentation-based, on one
+    line) or block mappings indented one space per level (``depth`` kept small enough that
+    the file stays under a megabyte)."""
+    if style == "flow":
+        text = "seed: " + "[" * depth + "]" * depth + "\n"
+    elif style == "block":
+        text = "seed:\n  " + "- " * depth + "1\n"
+    else:
+        text = "seed:\n" + "".join(" " * (i + 1) + f"k{i}:\n" for i in range(depth)) + " " * (depth + 1) + "1\n"
+    path.write_text(text)
+    return path
+
+
 @pytest.fixture(scope="session")
 def built(repo, tmp_path_factory) -> Path:
     """A scratch working directory in which `snakemake --cores 2` built the whole test

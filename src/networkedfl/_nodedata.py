@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_int_array
+from ._validation import check_int_array, check_representable
 
 __all__ = ["NodeData", "is_per_node", "node_samples", "node_table", "per_node_output", "pooled_labels",
            "refuse_graph_first"]
@@ -59,6 +59,8 @@ class NodeData:
                              "need at least one")
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
             raise ValueError("local datasets contain NaN or infinite values")
+        check_representable(x, "features")
+        check_representable(y, "labels")
         if self.counts is not None:
             counts = check_int_array(self.counts, "counts")
             if counts.shape != (x.shape[0],):
@@ -234,6 +236,8 @@ def node_samples(estimator: Any, n_nodes: int | None, X: Any, y: Any = None, *,
         table, labels = validate_data(estimator, X, reset=False, dtype=np.float64), None
     else:
         table, labels = validate_data(estimator, X, y, reset=reset, dtype=np.float64, y_numeric=True)
+        check_representable(labels, "y")
+    check_representable(table, "X")
     if n_nodes is None:
         return table, labels, np.zeros(table.shape[0], dtype=np.int64), sizes
     if table.shape[1] < 2:

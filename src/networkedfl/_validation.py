@@ -1,5 +1,6 @@
 """Argument checks shared across the package: integers, integer arrays, boolean masks, finite
-floats (step sizes and the other float arguments of the solvers).
+floats (step sizes and the other float arguments of the solvers), and weights and data of
+magnitudes the solvers can represent.
 
 One rule for what counts as an integer, wherever a count or an index is taken (node and
 edge indices of :class:`~networkedfl.graphs.EmpiricalGraph`, sample ``counts`` of
@@ -18,7 +19,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_finite", "check_int", "check_int_array", "check_node_mask"]
+__all__ = ["MAX_MAGNITUDE", "check_finite", "check_int", "check_int_array", "check_node_mask",
+           "check_representable", "unrepresentable"]
+
+#: The largest magnitude of an edge weight or a data value: the solvers square and sum them
+#: (``||x||^2``, ``A_e ||w_i - w_j||``, Lipschitz constants ``sum_e A_e^2``), and a square of
+#: anything beyond ``1e154`` overflows float64 (``1.8e308``).
+MAX_MAGNITUDE = 1e150
+#: The smallest magnitude of a nonzero value: float64's smallest normal number; below it
+#: (subnormals, down to ``5e-324``) a value has lost digits and its products vanish.
+MIN_MAGNITUDE = float(np.finfo(np.float64).tiny)
 
 _BOUNDS = {0: "a non-negative integer", 1: "a positive integer"}
 
@@ -103,4 +113,35 @@ def check_finite(value: Any, name: str, *, sign: str | None = None, element: str
         first = tuple(int(i) for i in np.argwhere(bad)[0])
         raise error(f"{name} must be {_SIGNS[sign]}; {element} {first[0]} has {arr[first]!r} "
                     f"({int(bad.sum())} bad entries)")
+    return arr
+
+
+def unrepresentable(value: float) -> str | None:
+    """Why the number ``value`` is beyond what the solvers represent (see
+    :data:`MAX_MAGNITUDE`, :data:`MIN_MAGNITUDE`), or ``None`` if it is not."""
+    size = abs(value)
+    if size > MAX_MAGNITUDE:
+        return (f"is beyond the magnitude {MAX_MAGNITUDE:.0e} the solvers can square and sum "
+                "(float64 overflows at 1.8e+308): rescale")
+    if 0 < size < MIN_MAGNITUDE:
+        return (f"is below the smallest normal float64 {MIN_MAGNITUDE!r} (a subnormal number loses "
+                "its digits): use 0 or rescale")
+    return None
+
+
+def check_representable(value: Any, name: str, *, element: str = "entry",
+                        error: type[ValueError] = ValueError) -> np.ndarray:
+    """``value`` as a float array, if no entry has a magnitude beyond :data:`MAX_MAGNITUDE`
+    or a nonzero one below :data:`MIN_MAGNITUDE`; else ``error`` naming ``name``, the first
+    bad ``element`` (its index) and its value.  NaN passes (the finiteness checks name it);
+    infinities do not."""
+    arr = np.asarray(value, dtype=float)
+    size = np.abs(arr)
+    bad = (size > MAX_MAGNITUDE) | ((size > 0) & (size < MIN_MAGNITUDE))
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        at = "" if arr.ndim == 0 else f"{element} {first[0] if len(first) == 1 else first} has "
+        number = float(arr[first])
+        raise error(f"{name}: {at}{number!r}, which {unrepresentable(number)} "
+                    f"({int(bad.sum())} such entries)")
     return arr

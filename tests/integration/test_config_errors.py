@@ -107,10 +107,10 @@ def test_snakemake_names_the_line_of_a_yaml_error_in_the_main_config(tmp_path):
     assert "not valid YAML" in proc.stdout + proc.stderr
 
 
-def _dry_run(repo, workdir, *args, **kwargs):
+def _dry_run(repo, workdir, *args, timeout=300, **kwargs):
     return subprocess.run([sys.executable, "-m", "snakemake", "gtv_fig13_star_lambda", "-n", "--snakefile",
                            str(repo / "Snakefile"), "--directory", str(workdir), *args],
-                          capture_output=True, text=True, timeout=300, **kwargs)
+                          capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
 def test_a_key_given_twice_in_an_overlay_or_on_the_command_line_stops_the_run(repo, tmp_path):
@@ -156,3 +156,39 @@ def test_an_alias_bomb_overlay_is_refused_before_it_is_expanded(repo, tmp_path):
                     preexec_fn=limit)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "--config experiments=" in out and "alias" in out, out[-3000:]
+
+
+def test_overlays_given_to_the_workflow_are_bounded_before_any_parser_reads_them(repo, tmp_path):
+    """Issue 45 item 4: `--config overlays=<file>` is read by the workflow, its size and
+    nesting depth checked before YAML parses it: a 50 MB overlay and ones nested 100 000
+    deep (flow and block style) are refused with one line naming the file and the limit
+    (Snakemake's loader ran over 300 s on 24 MB, and a RecursionError printed 4000 lines)."""
+    from conftest import deep_overlay, large_overlay
+
+    from networkedfl.pipeline.config import MAX_YAML_BYTES, MAX_YAML_DEPTH
+
+    cases = [(large_overlay(tmp_path / "big.yaml"), f"limit of {MAX_YAML_BYTES} bytes"),
+             (deep_overlay(tmp_path / "flow.yaml", "flow"), f"limit of {MAX_YAML_DEPTH} levels"),
+             (deep_overlay(tmp_path / "block.yaml", "block"), f"limit of {MAX_YAML_DEPTH} levels")]
+    for overlay, limit in cases:
+        proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), "--config",
+                        f"overlays={overlay}", timeout=60)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0
+        assert any(str(overlay) in line and limit in line for line in out.splitlines()), out[-3000:]
+        assert "RecursionError" not in out and len(out.splitlines()) < 100
+    assert not (tmp_path / "results").exists()
+
+
+def test_overlays_given_to_the_workflow_are_merged_and_validated(repo, tmp_path):
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("experiments: {gtv_fig13_star_lambda: {n_iter: 500, sigma: -1}}\n")
+    proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), "--config",
+                    f"overlays={overlay}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "config['experiments']['gtv_fig13_star_lambda']['sigma']: -1 is less than the minimum of 0" in out
+    # the command line wins over the overlay, as over --configfile
+    proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), "--config",
+                    f"overlays={overlay}", "experiments={gtv_fig13_star_lambda: {sigma: 0.2}}")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]

@@ -357,7 +357,7 @@ def test_the_limits_are_validated_in_the_config(repo, schema_path, tmp_path):
     overlay = tmp_path / "limits.yaml"
     overlay.write_text(yaml.safe_dump({"data": {"download": {"deadline": 0.5, "max_bytes": 1000, "timeout": 5}}}))
     config = load_config(repo / "config" / "config.yaml", overlay, schema_path=schema_path)
-    assert config["data"]["download"] == {"deadline": 0.5, "max_bytes": 1000, "timeout": 5}
+    assert config["data"]["download"] == {"deadline": 0.5, "max_bytes": 1000, "timeout": 5, "offline": False}
     overlay.write_text(yaml.safe_dump({"data": {"download": {"deadline": -1}}}))
     with pytest.raises(ConfigError, match="deadline"):
         load_config(repo / "config" / "config.yaml", overlay, schema_path=schema_path)
@@ -527,3 +527,22 @@ def test_download_limits_come_from_the_config(repo, server, bad_server, tmp_path
     shown = proc.stdout + proc.stderr
     assert f"{bad_server}/slow/{SMALL}" in shown and "deadline of 0.5 s" in shown
     assert not any((tmp_path / "data" / "raw" / "mnist").glob(".*.part"))
+
+
+def test_offline_the_download_rule_contacts_no_mirror_and_names_the_switch(repo, server, tmp_path):
+    """Issue 45 item 6: a bad local copy with `data: download: offline: true` fails without
+    contacting the mirror, naming the switch; the good local files are placed."""
+    base, handler = server
+    corrupt = tmp_path / "corrupt-copy"
+    shutil.copytree(vendored_dataset(repo, "mnist"), corrupt)
+    data = bytearray((corrupt / SMALL).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (corrupt / SMALL).write_bytes(bytes(data))
+    before = len(handler.requests)
+    proc = _download_rule(repo, tmp_path, [str(corrupt), f"{base}/good/"], "--keep-going",
+                          limits={"offline": True})
+    shown = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "offline: refusing to download" in shown and "data: download: offline: false" in shown, shown[-3000:]
+    assert handler.requests[before:] == []
+    assert file_digests(tmp_path / "data" / "raw" / "mnist" / MNIST.files[0])[0] == MNIST.sha256[MNIST.files[0]]

@@ -247,3 +247,73 @@ def test_sampling_mask_must_be_boolean(mask):
     data = NodeData(RNG.standard_normal((6, 4, 2)), RNG.standard_normal((6, 4)))
     with pytest.raises(ValueError, match="mask must"):
         SquaredErrorLoss(data, mask=mask)
+
+
+# ---------------------------------------------------------------- magnitudes (issue 45, item 5)
+# Weights and data the solvers cannot represent: beyond 1e150 their squares and sums overflow
+# float64 (1.8e308), below the smallest normal float (2.2e-308) they are subnormal and lose
+# their digits; both are refused with the argument and the offending entry named.
+
+
+@pytest.mark.parametrize(("weight", "what"), [(1e308, r"1e\+308"), (1e200, r"1e\+200"), (5e-324, "5e-324"),
+                                              (1e-310, "1e-310")])
+def test_graph_refuses_edge_weights_the_solvers_cannot_represent(weight, what):
+    with pytest.raises(GraphError, match=rf"edge weights.*edge 1 has {what}"):
+        EmpiricalGraph(3, [[0, 1], [1, 2]], [1.0, weight])
+
+
+def test_graph_keeps_ordinary_zero_and_extreme_but_representable_weights():
+    graph = EmpiricalGraph(4, [[0, 1], [1, 2], [2, 3]], [0.0, 1e150, np.finfo(float).tiny])
+    assert graph.weights.tolist() == [0.0, 1e150, np.finfo(float).tiny]
+
+
+def test_gtv_regressor_names_features_or_labels_beyond_the_representable():
+    graph = EmpiricalGraph(2, [[0, 1]], [1.0])
+    table = np.column_stack([[0, 0, 1, 1], RNG.standard_normal(4)])
+    labels = RNG.standard_normal(4)
+    big = table.copy()
+    big[2, 1] = 1e200
+    with pytest.raises(ValueError, match=r"X.*1e\+200"):
+        GTVRegressor(graph, n_iter=5).fit(big, labels)
+    tiny = labels.copy()
+    tiny[3] = 5e-324
+    with pytest.raises(ValueError, match=r"y.*5e-324"):
+        GTVRegressor(graph, n_iter=5).fit(table, tiny)
+    assert GTVRegressor(graph, n_iter=5).fit(table, labels).coef_.shape == (2, 1)
+
+
+def test_node_data_names_features_beyond_the_representable():
+    x = X.copy()
+    x[1, 2, 0] = 1e200
+    with pytest.raises(ValueError, match=r"features.*\(1, 2, 0\).*1e\+200"):
+        NodeData(x, Y)
+    y = Y.copy()
+    y[2, 1] = -5e-324
+    with pytest.raises(ValueError, match=r"labels.*\(2, 1\).*-5e-324"):
+        NodeData(X, y)
+    assert NodeData(X * 1e100, Y * 1e-100).features.shape == X.shape
+
+
+def test_fedrelax_names_features_beyond_the_representable():
+    from sklearn.tree import DecisionTreeRegressor
+
+    from networkedfl.fedrelax import FedRelax
+
+    table = np.column_stack([RNG.standard_normal(6)])
+    table[4, 0] = 1e200
+    with pytest.raises(ValueError, match=r"X.*1e\+200"):
+        FedRelax(estimator=DecisionTreeRegressor(), n_iter=1).fit(table, RNG.standard_normal(6))
+
+
+def test_fedrelax_function_names_the_node_array_beyond_the_representable():
+    from sklearn.tree import DecisionTreeRegressor
+
+    from networkedfl.fedrelax import fedrelax
+
+    graph = EmpiricalGraph(2, [[0, 1]], [1.0])
+    xs = [RNG.standard_normal((3, 2)) for _ in range(2)]
+    ys = [RNG.standard_normal(3) for _ in range(2)]
+    public = [RNG.standard_normal((4, 2)) for _ in range(2)]
+    ys[1][2] = 1e-310
+    with pytest.raises(ValueError, match=r"labels\[1\]: entry 2 has 1e-310"):
+        fedrelax(graph, xs, ys, public, DecisionTreeRegressor(), alpha=0.1, n_iter=1)

@@ -16,12 +16,29 @@ _SRC = os.path.abspath(os.path.join(workflow.basedir, "src"))
 if os.path.isdir(os.path.join(_SRC, "networkedfl")):
     sys.path.insert(0, _SRC)
 
+from networkedfl.pipeline._yaml import check_bounds
+
+# Overlays named with `--config overlays=<file>` (or a list): their size and nesting depth,
+# first, before the package's heavier imports (merge_overlays, below, reads and merges them,
+# and names a value that is not a list of files).
+_COMMAND_LINE = workflow.config_settings.config if workflow.config_settings is not None else {}
+_overlays = _COMMAND_LINE.get("overlays")
+for _overlay in [_overlays] if isinstance(_overlays, str) else _overlays if isinstance(_overlays, list) else []:
+    if isinstance(_overlay, str) and os.path.isfile(_overlay):
+        check_bounds(_overlay)
+
 from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.papers import ordered_targets
 from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
 from networkedfl.io import CorruptArtefactError, record_command
-from networkedfl.pipeline.config import check_command_line, read_yaml, type_command_line_values, validate_config
+from networkedfl.pipeline.config import (
+    check_command_line,
+    merge_overlays,
+    read_yaml,
+    type_command_line_values,
+    validate_config,
+)
 from networkedfl.io import Paths
 from networkedfl.pipeline.environment import put_package_on_pythonpath, quote_job_commands, quote_script_interpreter
 from networkedfl.pipeline.integrity import check_artefacts
@@ -72,9 +89,14 @@ if (
         "from the checkout's src/ through PYTHONPATH, which Snakemake otherwise removes"
     )
 
+# `--config overlays=<file>` (or a list): overlays the workflow reads itself, their size and
+# nesting depth checked before any YAML parser reads them (a --configfile is parsed by
+# Snakemake before this file runs: a 24 MB one took over 300 s, one nested 100 000 deep
+# ended in a RecursionError), merged in order over the config files, the other --config
+# values still winning.
+merge_overlays(config, _COMMAND_LINE)
 # `--config 'experiments={<id>: {n_iter: 500}}'`: Snakemake leaves nested values strings
 # ('500'); they get the types a config file gives them.
-_COMMAND_LINE = workflow.config_settings.config if workflow.config_settings is not None else {}
 type_command_line_values(config, _COMMAND_LINE)
 # Stops the run before any job starts; the message names every offending key (and shows
 # --config values as the overlay file that sets them).

@@ -1,5 +1,6 @@
 """Fetch one file of a dataset into data/raw/<name>/ from its configured sources, verifying
-its checksum, within the limits configured under `data: download:`."""
+its checksum, within the limits configured under `data: download:` (`offline: true`, or
+NETWORKEDFL_OFFLINE=1, forbids the network sources)."""
 
 import sys
 from pathlib import Path
@@ -22,7 +23,9 @@ limits = data.get("download") or {}
 try:
     report = fetch_dataset(dataset, directory, sources, files=[name], log=log.info,
                            timeout=limits.get("timeout") or DEFAULT_TIMEOUT,
-                           deadline=limits.get("deadline"), max_bytes=limits.get("max_bytes"))
+                           deadline=limits.get("deadline"), max_bytes=limits.get("max_bytes"),
+                           # offline: true forbids the mirrors; false leaves it to NETWORKEDFL_OFFLINE
+                           offline=True if limits.get("offline") else None)
 except DownloadError as exc:
     log.error("%s", exc)
     print(exc, file=sys.__stderr__)  # shown by Snakemake beside the log's path

@@ -18,6 +18,13 @@ deadline is :data:`DEFAULT_BASE_DEADLINE` plus the expected size at
 the expected size (the catalog's ``sizes``; :data:`DEFAULT_MAX_BYTES` when unknown).  The
 pipeline reads both, and the timeout, from ``data: download:`` in the config.
 
+Offline.  ``offline=True``, the environment variable ``NETWORKEDFL_OFFLINE=1``
+(:data:`OFFLINE_ENV`) or, in the pipeline, ``data: download: offline: true`` forbids every
+network source (``http://``, ``https://``): they are listed as not contacted, and only
+local sources (the vendored copy, a directory, ``file://``) are read.  A failure names the
+switch: offline, how to allow the mirrors; online, after a network source was tried (a bad
+vendored copy falls through to the mirrors), how to forbid them.
+
 Temporary files.  A copy is written to a ``.<name>.<pid>@<host>.*.part`` file beside the
 destination and renamed into place once verified.  It is removed on any failure,
 including ``KeyboardInterrupt`` and SIGTERM/SIGHUP (turned into an exception while a file
@@ -57,11 +64,13 @@ __all__ = [
     "DownloadError",
     "DownloadLimitError",
     "FetchReport",
+    "OFFLINE_ENV",
     "default_deadline",
     "default_max_bytes",
     "fetch_dataset",
     "fetch_file",
     "file_digests",
+    "offline_requested",
     "remove_stale_parts",
 ]
 
@@ -77,6 +86,10 @@ DEFAULT_BASE_DEADLINE = 120.0
 DEFAULT_MIN_RATE = 16 * 1024
 #: Size cap of a file whose size is unknown: 1 GiB.
 DEFAULT_MAX_BYTES = 1 << 30
+#: The environment variable that forbids network sources (``1``, ``true``, ``yes``, ``on``).
+OFFLINE_ENV = "NETWORKEDFL_OFFLINE"
+_SWITCH = f"{OFFLINE_ENV}=1 or data: download: offline: true"
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 #: ``.part`` files of other hosts (whose processes cannot be checked) are stale after this.
 STALE_PART_AGE = 86400.0
 
@@ -105,6 +118,32 @@ class FetchReport:
 
     dataset: str
     origin: dict[str, str]
+
+
+def offline_requested(offline: bool | None = None) -> bool:
+    """Whether network sources are forbidden: ``offline`` if given, else whether
+    :data:`OFFLINE_ENV` is set to ``1``, ``true``, ``yes`` or ``on`` (``0``, ``false``,
+    ``no``, ``off`` or unset: allowed; anything else is a ``ValueError`` naming it)."""
+    if offline is not None:
+        return bool(offline)
+    value = os.environ.get(OFFLINE_ENV, "").strip().lower()
+    if value not in _TRUE + _FALSE:
+        raise ValueError(f"{OFFLINE_ENV}={os.environ[OFFLINE_ENV]!r}: expected 1 (offline) or 0 (downloads allowed)")
+    return value in _TRUE
+
+
+def _is_network(source: str) -> bool:
+    return source.startswith(("http://", "https://"))
+
+
+def _switch_hint(offline: bool, skipped: list[str], tried_network: bool) -> str:
+    """The line of a failure that names the offline switch."""
+    if offline and skipped:
+        return (f"\noffline: refusing to download from {len(skipped)} network source(s); to allow them, unset "
+                f"{OFFLINE_ENV} and set data: download: offline: false")
+    if tried_network:
+        return f"\nto forbid downloads (local sources only), set {_SWITCH}"
+    return ""
 
 
 def _is_url(source: str) -> bool:
@@ -331,6 +370,7 @@ def fetch_file(
     deadline: float | None = None,
     max_bytes: int | None = None,
     log: Callable[[str], None] | None = None,
+    offline: bool | None = None,
 ) -> str:
     """Place a verified copy of file ``name`` at ``destination``; return the source used.
 
@@ -346,17 +386,21 @@ def fetch_file(
     max_bytes
         The most bytes accepted from one source; default :func:`default_max_bytes` of
         ``size`` (the expected size itself).
+    offline
+        Forbid network sources (``http://``, ``https://``); ``None``: as
+        :data:`OFFLINE_ENV` says (:func:`offline_requested`).
 
     Raises
     ------
     DownloadError
         If no source gives a copy with the expected checksum within the limits; the
         message lists every source tried and why it failed (a limit names the file, its
-        URL and the limit).  ``destination`` is then left as it was, and no ``.part``
+        URL and the limit), and names the offline switch (see the module docstring).  ``destination`` is then left as it was, and no ``.part``
         file remains.
     """
     destination = Path(destination)
     say = log or (lambda message: None)
+    offline = offline_requested(offline)
     deadline = default_deadline(size) if deadline is None else float(deadline)
     max_bytes = default_max_bytes(size) if max_bytes is None else int(max_bytes)
     for stale in remove_stale_parts(destination.parent, name):
@@ -369,8 +413,15 @@ def fetch_file(
         raise DownloadError(f"{name}: no sources configured (expected SHA-256 {sha256})")
     destination.parent.mkdir(parents=True, exist_ok=True)
     failures: list[str] = []
+    skipped = [source for source in sources if offline and _is_network(source)]
     with _terminate_after_cleanup():
         for source in sources:
+            if source in skipped:
+                failures.append(f"{source}: not contacted: offline ({_SWITCH.replace(' or ', ' / ')})")
+                say(f"{name}: {failures[-1]}")
+                continue
+            if failures and _is_network(source):  # e.g. a bad vendored copy: say how to forbid this
+                say(f"{name}: trying the network source {source} (to forbid downloads: {_SWITCH})")
             tmp: Path | None = None
             try:
                 fd, tmp_name = tempfile.mkstemp(prefix=_part_prefix(name), suffix=".part", dir=destination.parent)
@@ -394,7 +445,7 @@ def fetch_file(
     expected = f"SHA-256 {sha256}" + (f", MD5 {md5}" if md5 else "")
     raise DownloadError(
         f"could not obtain a valid copy of {name} (expected {expected}); sources tried:\n  "
-        + "\n  ".join(failures)
+        + "\n  ".join(failures) + _switch_hint(offline, skipped, any(map(_is_network, sources)) and not skipped)
     )
 
 
@@ -408,11 +459,12 @@ def fetch_dataset(
     deadline: float | None = None,
     max_bytes: int | None = None,
     log: Callable[[str], None] | None = None,
+    offline: bool | None = None,
 ) -> FetchReport:
     """Fetch every file of ``dataset`` (or only ``files``) into ``directory`` (default
     sources: its mirrors), each on its own: a file that fails costs only itself.
 
-    The limits are those of :func:`fetch_file`; by default each file's follow from its
+    The limits and ``offline`` are those of :func:`fetch_file`; by default each file's follow from its
     size in the catalog.  All files are attempted; if any fails, one
     :class:`DownloadError` reports all failures (the verified files stay in place).
     """
@@ -427,7 +479,7 @@ def fetch_dataset(
         try:
             origin[name] = fetch_file(name, Path(directory) / name, sources, dataset.sha256[name],
                                       dataset.md5.get(name), size=dataset.sizes.get(name), timeout=timeout,
-                                      deadline=deadline, max_bytes=max_bytes, log=log)
+                                      deadline=deadline, max_bytes=max_bytes, log=log, offline=offline)
         except DownloadError as exc:
             errors.append(str(exc))
     if errors:

@@ -59,7 +59,7 @@ from .._nodedata import (
     pooled_labels,
     refuse_graph_first,
 )
-from .._validation import check_finite, check_int
+from .._validation import check_finite, check_int, check_representable
 from ..graphs import EmpiricalGraph, GraphLike, as_graph
 from ..progress import show_progress, tqdm
 from ..seeding import Seed, as_rng
@@ -164,6 +164,7 @@ def _node_arrays(values: Any, n: int, what: str, ndim: int) -> list[np.ndarray]:
             raise ValueError(f"{what}[{i}] must have {ndim} dimensions, got shape {a.shape}")
         if not np.all(np.isfinite(a)):
             raise ValueError(f"{what}[{i}] contains NaN or inf")
+        check_representable(a, f"{what}[{i}]")
     return arrays
 
 

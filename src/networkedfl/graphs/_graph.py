@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph  # noqa: F401  (registers sp.csgraph)
 
-from .._validation import check_int, check_int_array
+from .._validation import check_int, check_int_array, check_representable
 from ..seeding import Seed, as_rng
 
 __all__ = [
@@ -108,6 +108,7 @@ class EmpiricalGraph:
             raise GraphError("edge weights must be finite (found NaN or inf)")
         if np.any(weights < 0):
             raise GraphError("edge weights must be non-negative")
+        check_representable(weights, "edge weights", element="edge", error=GraphError)
         edges = np.sort(edges, axis=1)
         keys = edges[:, 0] * n + edges[:, 1]
         if not self.parallel_edges and np.any(np.diff(np.sort(keys)) == 0):  # sort: O(E log E)

@@ -11,11 +11,23 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .._validation import unrepresentable
 from ..experiments.variants import deep_merge
-from ._yaml import MAX_YAML_VALUES, YamlProblem, load_yaml
+from ._yaml import (
+    MAX_YAML_BYTES,
+    MAX_YAML_DEPTH,
+    MAX_YAML_VALUES,
+    YamlProblem,
+    check_bounds,
+    load_yaml,
+)
 
-__all__ = ["MAX_GRID_POINTS", "MAX_YAML_VALUES", "ConfigError", "check_command_line", "deep_merge", "load_config",
-           "read_yaml", "type_command_line_values", "validate_config"]
+__all__ = ["MAX_GRID_POINTS", "MAX_YAML_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_VALUES", "OVERLAYS", "ConfigError",
+           "check_command_line", "deep_merge", "load_config", "merge_overlays", "read_yaml",
+           "type_command_line_values", "validate_config"]
+
+#: The config key naming overlay files the workflow reads itself (``--config overlays=<file>``).
+OVERLAYS = "overlays"
 
 #: Points a grid may hold (a tuning grid per method, a sweep's grid): the combinations of its
 #: lists, each a run (the largest shipped grid has 90).
@@ -123,12 +135,17 @@ def _overlay_hint(command_line: Mapping[str, Any] | None) -> str:
 
 
 def _non_finite_errors(value: Any, where: str = "config") -> list[str]:
-    """Every NaN or infinite number in the config (YAML's ``.nan``/``.inf``), by its key.
+    """Every NaN or infinite number in the config (YAML's ``.nan``/``.inf``), and every
+    number the solvers cannot represent (beyond ``1e150`` or nonzero below the smallest
+    normal float, :func:`networkedfl._validation.unrepresentable`: weights, scales, steps),
+    by its key.
 
     JSON Schema's ``number`` admits them, and a step size of ``.inf`` would otherwise run to
-    tables of NaN."""
+    tables of NaN, an edge weight of ``1e308`` to overflows."""
     if isinstance(value, float) and not math.isfinite(value):
         return [f"{where}: {value} is not a finite number (NaN and infinities are not allowed)"]
+    if isinstance(value, int | float) and not isinstance(value, bool) and unrepresentable(value):
+        return [f"{where}: {value!r} {unrepresentable(value)}"]
     if isinstance(value, Mapping):
         return [line for k, v in value.items()
                 for line in _non_finite_errors(v, f"{where}[{k!r}]" if isinstance(k, str) else f"{where}[{k}]")]
@@ -190,15 +207,57 @@ def _grid_errors(node: Any, where: str) -> list[str]:
 
 
 def read_yaml(path: str | os.PathLike) -> Any:
-    """A YAML file's content, exact and bounded (:mod:`networkedfl.pipeline._yaml`): a
-    syntax error, a key given twice, a recursive alias or aliases that expand it past
-    :data:`MAX_YAML_VALUES` values raise :class:`ConfigError` naming the file, the line and
-    the column (Snakemake's own loader names neither and keeps the last of two keys)."""
+    """A YAML file's content, exact and bounded (:mod:`networkedfl.pipeline._yaml`): a file
+    over :data:`MAX_YAML_BYTES` bytes (checked before it is read) or nested deeper than
+    :data:`MAX_YAML_DEPTH` levels (before it is parsed), a syntax error, a key given twice,
+    a recursive alias or aliases that expand it past :data:`MAX_YAML_VALUES` values raise
+    :class:`ConfigError` naming the file, the line and the column (Snakemake's own loader
+    names neither and keeps the last of two keys)."""
     path = Path(path)
     try:
-        return load_yaml(path.read_text(encoding="utf-8"), str(path))
+        return load_yaml(check_bounds(path), str(path), bounded=True)
     except YamlProblem as err:
         raise ConfigError(str(err)) from err
+
+
+def merge_overlays(config: MutableMapping[str, Any], command_line: Mapping[str, Any]) -> list[Path]:
+    """Merge the overlay files that ``config['overlays']`` names (a file or a list; a
+    relative path is relative to the run's working directory) over ``config``, in order,
+    then ``command_line`` (the ``--config`` values) again, so that they still win; returns
+    the files.
+
+    The workflow's bounded way to pass an overlay (``--config overlays=<file>``): each is
+    read with :func:`read_yaml`, its size and depth checked before any parser reads it,
+    whereas Snakemake parses a ``--configfile`` itself before the workflow starts.
+    ``config`` is changed in place (Snakemake's ``config`` object).
+
+    Raises
+    ------
+    ConfigError
+        A value that is not a file or a list of files, a missing file, an overlay that is not
+        a mapping or that names overlays itself, or any problem :func:`read_yaml` names.
+    """
+    files = config.get(OVERLAYS)
+    if files is None:
+        return []
+    files = [files] if isinstance(files, str) else files
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise ConfigError(f"config['{OVERLAYS}']: expected a file or a list of files, got {config[OVERLAYS]!r}")
+    merged = dict(config)
+    for name in files:
+        path = Path(name)
+        if not path.is_file():
+            raise ConfigError(f"config['{OVERLAYS}']: no file {name}")
+        overlay = read_yaml(path)
+        if overlay is not None and not isinstance(overlay, Mapping):
+            raise ConfigError(f"{path}: an overlay must be a mapping of config keys, got {type(overlay).__name__}")
+        if overlay and OVERLAYS in overlay:
+            raise ConfigError(f"{path}: an overlay cannot name further overlays (config['{OVERLAYS}'])")
+        merged = deep_merge(merged, overlay or {})
+    merged = deep_merge(merged, command_line)
+    config.clear()
+    config.update(merged)
+    return [Path(f) for f in files]
 
 
 def check_command_line(argv: list[str]) -> None:

@@ -58,6 +58,11 @@ def test_deep_merge_overrides_nested_keys_only():
          "config['experiments']['fedrelax_fig01c_baselines']['lr']: inf is not a finite number"),
         (lambda c: c["experiments"]["gtv_fig09_sbm_sampling"]["grid"].update(M=[0.5, float("nan")]),
          "config['experiments']['gtv_fig09_sbm_sampling']['grid']['M'][1]: nan is not a finite number"),
+        # numbers the solvers cannot represent (issue 45 item 5): named by key, as the package names them
+        (lambda c: c["experiments"]["gtv_fig13_star_lambda"].update(weight=1e200),
+         "config['experiments']['gtv_fig13_star_lambda']['weight']: 1e+200 is beyond the magnitude 1e+150"),
+        (lambda c: c["experiments"]["gtv_fig12_star_graph"].update(weight=5e-324),
+         "config['experiments']['gtv_fig12_star_graph']['weight']: 5e-324 is below the smallest normal"),
     ],
 )
 def test_invalid_config_names_the_key(repo, schema_path, mutate, expected):

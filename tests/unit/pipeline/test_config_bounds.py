@@ -7,19 +7,23 @@ Snakemake side (overlays, ``--config``) is in tests/integration/test_config_erro
 import copy
 import math
 import os
+import re
 import resource
 import subprocess
 import sys
 
 import pytest
 import yaml
-from conftest import alias_bomb
+from conftest import alias_bomb, deep_overlay, large_overlay
 
 from networkedfl.pipeline.config import (
     MAX_GRID_POINTS,
+    MAX_YAML_BYTES,
+    MAX_YAML_DEPTH,
     MAX_YAML_VALUES,
     ConfigError,
     load_config,
+    merge_overlays,
     read_yaml,
     validate_config,
 )
@@ -147,3 +151,79 @@ def test_a_sweep_grid_over_the_point_limit_is_named(repo, schema_path):
 def test_limits_leave_room_for_the_paper_scale(repo):
     assert MAX_GRID_POINTS >= 10_000 and MAX_YAML_VALUES >= 20 * 2855  # config.yaml's values, anchors expanded
     assert os.path.getsize(repo / "config" / "config.yaml") < 100_000
+
+
+# ---------------------------------------------------------------- size and depth before parsing (issue 45 item 4)
+
+
+def test_a_large_overlay_is_refused_by_its_size_before_it_is_read(tmp_path, monkeypatch):
+    big = large_overlay(tmp_path / "big.yaml")
+    assert big.stat().st_size > 50 * 10**6
+
+    def no_parsing(*args, **kwargs):
+        raise AssertionError("the overlay reached a YAML parser")
+
+    monkeypatch.setattr(yaml, "SafeLoader", no_parsing)
+    with pytest.raises(ConfigError) as caught:
+        read_yaml(big)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert str(big) in message and f"limit of {MAX_YAML_BYTES} bytes" in message and str(big.stat().st_size) in message
+
+
+@pytest.mark.parametrize("style", ["flow", "block", "indented"])
+def test_a_deep_overlay_is_refused_by_its_depth_before_it_is_parsed(tmp_path, style):
+    deep = deep_overlay(tmp_path / "deep.yaml", style, depth=100_000 if style != "indented" else 1000)
+    assert deep.stat().st_size < MAX_YAML_BYTES
+    with pytest.raises(ConfigError) as caught:
+        read_yaml(deep)
+    message = str(caught.value)
+    assert "\n" not in message and "Recursion" not in message
+    assert str(deep) in message and f"limit of {MAX_YAML_DEPTH} levels" in message, message
+
+
+@pytest.mark.parametrize("style", ["flow", "block", "indented"])
+def test_nesting_up_to_the_depth_limit_is_read(tmp_path, style):
+    depth = MAX_YAML_DEPTH - 1  # the top-level mapping is a level too
+    assert "seed" in read_yaml(deep_overlay(tmp_path / "deep.yaml", style, depth=depth))
+
+
+def test_the_shipped_configs_are_far_below_the_size_and_depth_bounds(repo):
+    for path in [repo / "config" / "config.yaml", repo / "config" / "test.yaml",
+                 *sorted((repo / "config" / "profiles").glob("*.yaml"))]:
+        assert path.stat().st_size * 10 < MAX_YAML_BYTES
+        read_yaml(path)
+
+
+def test_overlays_from_the_config_key_are_merged_in_order_and_the_command_line_wins(tmp_path):
+    first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
+    first.write_text("seed: 5\nexperiments: {a: {n: 1, m: 2}}\n")
+    second.write_text("experiments: {a: {n: 3}}\n")
+    config = {"seed": 1, "overlays": [str(first), str(second)], "experiments": {"a": {"n": 0, "k": 9}}}
+    same = config
+    merge_overlays(config, {"overlays": [str(first), str(second)], "seed": 7})
+    assert same is config  # Snakemake's config object, changed in place
+    assert config["experiments"] == {"a": {"n": 3, "m": 2, "k": 9}} and config["seed"] == 7
+    one = {"seed": 1, "overlays": str(second)}
+    merge_overlays(one, {})
+    assert one["experiments"] == {"a": {"n": 3}}
+
+
+@pytest.mark.parametrize(("overlays", "message"), [
+    (3, "config['overlays']: expected a file or a list of files"),
+    (["missing.yaml"], "config['overlays']: no file missing.yaml"),
+])
+def test_bad_overlays_are_named(overlays, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        merge_overlays({"seed": 1, "overlays": overlays}, {})
+
+
+def test_an_overlay_is_a_mapping_and_names_no_further_overlays(tmp_path):
+    listed, nested = tmp_path / "listed.yaml", tmp_path / "nested.yaml"
+    listed.write_text("- 1\n")
+    nested.write_text(f"overlays: [{listed}]\n")
+    with pytest.raises(ConfigError, match="listed.yaml: an overlay must be a mapping"):
+        merge_overlays({"overlays": [str(listed)]}, {})
+    with pytest.raises(ConfigError, match="nested.yaml: an overlay cannot name further overlays"):
+        merge_overlays({"overlays": [str(nested)]}, {})
