@@ -10,26 +10,18 @@ from networkedfl.nn import ClientData, linear_regression
 ROUND = dict(n_rounds=1, batch_size=None)
 
 
-def ragged_clients(seed=0):
-    rng = np.random.default_rng(seed)
-    sizes = [3, 7, 12, 5, 9]
-    x = [rng.standard_normal((m, 3)) for m in sizes]
-    y = [xi @ rng.standard_normal(3) + 0.1 * rng.standard_normal(len(xi)) for xi in x]
-    return ClientData.from_client_arrays(x, y, dtype=torch.float64)
-
-
 @pytest.mark.parametrize("extra", [{}, {"client_fraction": 0.6}, {"groups": [0, 1, 0, 1, 1]}])
-def test_mu_zero_is_fedavg_bit_for_bit(extra):
+def test_mu_zero_is_fedavg_bit_for_bit(extra, ragged_clients):
     kwargs = dict(n_rounds=4, local_epochs=2, batch_size=2, lr=0.05, seed=3, **extra)
-    model, data = linear_regression(3, init="bernoulli"), ragged_clients()
+    model, data = linear_regression(3, init="bernoulli"), ragged_clients
     ours, reference = fedprox(model, data, mu=0.0, **kwargs), fedavg(model, data, **kwargs)
     assert torch.equal(ours.global_params, reference.global_params)
     assert ours.history == reference.history and ours.log == reference.log
 
 
-def test_mu_changes_the_result():
+def test_mu_changes_the_result(ragged_clients):
     kwargs = dict(n_rounds=2, local_epochs=2, batch_size=2, lr=0.05, seed=3)
-    model, data = linear_regression(3, init="bernoulli"), ragged_clients()
+    model, data = linear_regression(3, init="bernoulli"), ragged_clients
     assert not torch.allclose(fedprox(model, data, mu=1.0, **kwargs).global_params,
                               fedavg(model, data, **kwargs).global_params)
 
@@ -79,7 +71,7 @@ def test_only_the_steps_a_client_takes_carry_the_term():
 
 
 @pytest.mark.parametrize("mu", [-0.1, float("nan")])
-def test_a_bad_mu_is_an_error_naming_it(mu):
+def test_a_bad_mu_is_an_error_naming_it(mu, ragged_clients):
     with pytest.raises(ValueError, match="mu must be"):
-        fedprox(linear_regression(3), ragged_clients(), mu=mu, n_rounds=1, local_epochs=1,
+        fedprox(linear_regression(3), ragged_clients, mu=mu, n_rounds=1, local_epochs=1,
                 batch_size=2, lr=0.1)
