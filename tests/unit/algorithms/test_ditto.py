@@ -54,3 +54,16 @@ def test_zero_personal_epochs_keep_the_start_and_bad_lam_is_named(quadratic_clie
     assert torch.equal(result.client_params, torch.tensor([[1.0, 2.0]] * 4, dtype=torch.float64))
     with pytest.raises(ValueError, match="lam must be"):
         ditto(linear_regression(2), data, lam=-1.0, **FULL_BATCH)
+
+
+@pytest.mark.parametrize("method", ["ditto", "fedprox", "scaffold", "fedadam"])
+def test_chunks_of_clients_give_the_same_bits(ragged_clients, method):
+    """The corrections index their rows by the chunk: training in chunks of clients changes
+    nothing (batches of two or more clients give every client the same bits)."""
+    from networkedfl import algorithms
+
+    kwargs = dict(n_rounds=2, local_epochs=2, batch_size=3, lr=0.05, seed=1, client_fraction=0.8)
+    model = linear_regression(3, init="bernoulli")
+    whole = getattr(algorithms, method)(model, ragged_clients, **kwargs)
+    chunks = getattr(algorithms, method)(model, ragged_clients, client_chunk_size=2, **kwargs)
+    assert torch.equal(whole.client_params, chunks.client_params)
