@@ -27,7 +27,7 @@ import torch
 
 from .._validation import check_finite, check_int
 from ..nn import ClientData, FlatModel
-from ._fedavg import client_update
+from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, client_update
 from ._local_sgd import proximal_term
 from .aggregate import group_average
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -63,9 +63,8 @@ def ditto(model: FlatModel, data: ClientData, options: TrainingOptions | None = 
         the global model, ``assignment`` zeros; the communication of FedAvg.
     """
     lam = float(check_finite(lam, "lam", sign="non-negative"))
-    run = start_run(model, data, options, overrides, "ditto",
-                    required=("n_rounds", "local_epochs", "batch_size", "lr"),
-                    optional=("client_fraction", "client_chunk_size", "participants"))
+    run = start_run(model, data, options, overrides, "ditto", required=ROUND_OPTIONS,
+                    optional=SAMPLING_OPTIONS)
     epochs = run.options.local_epochs if personal_epochs is None else check_int(
         personal_epochs, "personal_epochs", minimum=0)
     group_of, _, allowed, w = run.server_models()

@@ -38,6 +38,11 @@ from .contract import FederatedResult, Run, TrainingOptions, start_run
 
 __all__ = ["fedavg", "group_average", "sample_clients"]
 
+#: The options FedAvg and the methods on its rounds require, and those they take (with
+#: ``groups`` where a server model per group makes sense: FedAvg, FedProx).
+ROUND_OPTIONS = ("n_rounds", "local_epochs", "batch_size", "lr")
+SAMPLING_OPTIONS = ("client_fraction", "client_chunk_size", "participants")
+
 
 def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None = None,
            **overrides: Any) -> FederatedResult:
@@ -66,9 +71,8 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
         per round ``|S_t|`` messages down (the global model) and ``|S_t|`` up (the local
         models), ``|S_t| * P`` floats each way.
     """
-    run = start_run(model, data, options, overrides, "fedavg",
-                    required=("n_rounds", "local_epochs", "batch_size", "lr"),
-                    optional=("client_fraction", "client_chunk_size", "groups", "participants"))
+    run = start_run(model, data, options, overrides, "fedavg", required=ROUND_OPTIONS,
+                    optional=(*SAMPLING_OPTIONS, "groups"))
     return averaging_rounds(model, run)
 
 

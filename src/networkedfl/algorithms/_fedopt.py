@@ -31,7 +31,7 @@ from torch import Tensor
 
 from .._validation import check_finite
 from ..nn import ClientData, FlatModel
-from ._fedavg import averaging_rounds
+from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, averaging_rounds
 from .aggregate import SERVER_OPTIMIZERS, server_optimizer_step
 from .contract import FederatedResult, TrainingOptions, start_run
 
@@ -80,9 +80,8 @@ def fedopt(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     v0 = tau**2 if initial_accumulator is None else float(
         check_finite(initial_accumulator, "initial_accumulator", sign="non-negative"))
     name = "fedopt" if server_optimizer == "sgd" else f"fed{server_optimizer}"
-    run = start_run(model, data, options, overrides, name,
-                    required=("n_rounds", "local_epochs", "batch_size", "lr"),
-                    optional=("client_fraction", "client_chunk_size", "participants"))
+    run = start_run(model, data, options, overrides, name, required=ROUND_OPTIONS,
+                    optional=SAMPLING_OPTIONS)
     state: dict[str, Tensor] = {}
 
     def server_step(previous: Tensor, average: Tensor) -> Tensor:

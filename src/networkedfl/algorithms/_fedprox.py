@@ -23,7 +23,7 @@ from typing import Any
 
 from .._validation import check_finite
 from ..nn import ClientData, FlatModel
-from ._fedavg import averaging_rounds
+from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, averaging_rounds
 from ._local_sgd import proximal_term
 from .contract import FederatedResult, TrainingOptions, start_run
 
@@ -53,7 +53,6 @@ def fedprox(model: FlatModel, data: ClientData, options: TrainingOptions | None 
         way per selected client).
     """
     mu = float(check_finite(mu, "mu", sign="non-negative"))
-    run = start_run(model, data, options, overrides, "fedprox",
-                    required=("n_rounds", "local_epochs", "batch_size", "lr"),
-                    optional=("client_fraction", "client_chunk_size", "groups", "participants"))
+    run = start_run(model, data, options, overrides, "fedprox", required=ROUND_OPTIONS,
+                    optional=(*SAMPLING_OPTIONS, "groups"))
     return averaging_rounds(model, run, correction=lambda start: proximal_term(mu, start))

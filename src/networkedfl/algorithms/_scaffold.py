@@ -32,7 +32,7 @@ import torch
 
 from .._validation import check_finite
 from ..nn import ClientData, FlatModel
-from ._fedavg import client_update
+from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, client_update
 from ._local_sgd import control_variates, local_step_counts
 from .aggregate import group_average, scaffold_controls
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -64,9 +64,8 @@ def scaffold(model: FlatModel, data: ClientData, options: TrainingOptions | None
         model and a control variate).
     """
     server_lr = float(check_finite(server_lr, "server_lr", sign="positive"))
-    run = start_run(model, data, options, overrides, "scaffold",
-                    required=("n_rounds", "local_epochs", "batch_size", "lr"),
-                    optional=("client_fraction", "client_chunk_size", "participants"))
+    run = start_run(model, data, options, overrides, "scaffold", required=ROUND_OPTIONS,
+                    optional=SAMPLING_OPTIONS)
     opts = run.options
     if callable(opts.lr):
         raise TypeError("scaffold needs a constant lr (eta_l enters the control variates' update)")
