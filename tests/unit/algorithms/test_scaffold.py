@@ -12,14 +12,15 @@ CENTRES = np.array([[1.0, 0.0], [-1.0, 2.0], [3.0, -1.0]])
 CURVATURES = np.array([1.0, 4.0, 0.5])
 
 
-def algorithm_1(a, h, x, eta, k, rounds, eta_g=1.0):
-    """The paper's Algorithm 1 on F_i(w) = (h_i/2)||w - a_i||^2, one client at a time, full
-    participation, option II: the reference."""
+def algorithm_1(a, h, x, eta, k, rounds, eta_g=1.0, selections=None):
+    """The paper's Algorithm 1 on F_i(w) = (h_i/2)||w - a_i||^2, one client at a time, option
+    II; ``selections``: the clients of every round (default: all): the reference."""
     n = len(a)
     c, ci = np.zeros_like(x), np.zeros((n, x.size))
-    for _ in range(rounds):
+    for r in range(rounds):
+        chosen = range(n) if selections is None else np.flatnonzero(selections[r])
         dy, dc = [], []
-        for i in range(n):
+        for i in chosen:
             y = x.copy()
             for _ in range(k):
                 y = y - eta * (h[i] * (y - a[i]) - ci[i] + c)
@@ -28,7 +29,7 @@ def algorithm_1(a, h, x, eta, k, rounds, eta_g=1.0):
             dc.append(new - ci[i])
             ci[i] = new
         x = x + eta_g * np.mean(dy, axis=0)
-        c = c + np.mean(dc, axis=0)  # |S| / N = 1
+        c = c + len(dc) / n * np.mean(dc, axis=0)  # c + (|S| / N) mean of Delta c_i
     return x
 
 
@@ -38,6 +39,18 @@ def test_rounds_equal_the_paper_s_algorithm(quadratic_clients, k, eta_g):
     result = scaffold(linear_regression(2), quadratic_clients(CENTRES, CURVATURES), init=x0,
                       n_rounds=6, local_epochs=k, batch_size=None, lr=0.1, server_lr=eta_g)
     expected = algorithm_1(CENTRES, CURVATURES, x0, 0.1, k, 6, eta_g)
+    np.testing.assert_allclose(result.global_params[0].numpy(), expected, rtol=1e-12)
+
+
+def test_sampled_rounds_equal_the_paper_s_algorithm(quadratic_clients):
+    """Partial participation: c moves by |S|/N times the mean of the Delta c_i."""
+    a, h = np.vstack([CENTRES, CENTRES[::-1] + 1]), np.concatenate([CURVATURES, CURVATURES[::-1]])
+    seen = []
+    result = scaffold(linear_regression(2), quadratic_clients(a, h), n_rounds=5, local_epochs=3,
+                      batch_size=None, lr=0.1, client_fraction=0.5, seed=4,
+                      callback=lambda state: seen.append(state.selected.numpy().copy()))
+    assert all(s.sum() == 3 for s in seen) and len({tuple(s) for s in seen}) > 1
+    expected = algorithm_1(a, h, np.zeros(2), 0.1, 3, 5, selections=seen)
     np.testing.assert_allclose(result.global_params[0].numpy(), expected, rtol=1e-12)
 
 
