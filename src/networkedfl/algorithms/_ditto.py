@@ -27,7 +27,7 @@ import torch
 
 from .._validation import check_finite, check_int
 from ..nn import ClientData, FlatModel
-from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, client_update
+from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, _client_update
 from ._local_sgd import proximal_term
 from .aggregate import group_average
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -72,8 +72,8 @@ def ditto(model: FlatModel, data: ClientData, options: TrainingOptions | None = 
     n_local = run.data.n_samples
     for t, selected, idx, part in run.server_rounds(group_of, 1, allowed):
         anchor = w.expand(idx.numel(), -1)
-        local = client_update(model, run, anchor, part)
-        personal = client_update(model, run, v[idx], part, proximal_term(lam, anchor), epochs=epochs)
+        local = _client_update(model, run, anchor, part)
+        personal = _client_update(model, run, v[idx], part, proximal_term(lam, anchor), epochs=epochs)
         v = torch.index_copy(v, 0, idx, personal)  # a new tensor: a callback may keep the last
         w = group_average(local, n_local[idx], group_of[idx], w)
         run.record_server_round(t, upload="models", global_params=w, group_of=group_of,

@@ -73,10 +73,10 @@ def fedavg(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     """
     run = start_run(model, data, options, overrides, "fedavg", required=ROUND_OPTIONS,
                     optional=(*SAMPLING_OPTIONS, "groups"))
-    return averaging_rounds(model, run)
+    return _averaging_rounds(model, run)
 
 
-def client_update(model: FlatModel, run: Run, start: Tensor, part: ClientData,
+def _client_update(model: FlatModel, run: Run, start: Tensor, part: ClientData,
                   correction: Correction | None = None, epochs: int | None = None) -> Tensor:
     """``ClientUpdate`` of the selected clients ``part`` from their models ``start``: the
     run's ``local_epochs`` (or ``epochs``) of :func:`~networkedfl.algorithms.local_sgd`
@@ -87,10 +87,10 @@ def client_update(model: FlatModel, run: Run, start: Tensor, part: ClientData,
                      chunk_size=run.chunk_size, correction=correction)
 
 
-def averaging_rounds(model: FlatModel, run: Run, *,
+def _averaging_rounds(model: FlatModel, run: Run, *,
                      correction: Callable[[Tensor], Correction] | None = None,
                      server_step: Callable[[Tensor, Tensor], Tensor] | None = None) -> FederatedResult:
-    """The rounds of FedAvg: sample, :func:`client_update` from the group's model, average.
+    """The rounds of FedAvg: sample, :func:`_client_update` from the group's model, average.
 
     ``correction(start)`` gives the gradient correction of the round's local training from
     the selected clients' starting models (FedProx's proximal term); ``server_step(previous,
@@ -101,7 +101,7 @@ def averaging_rounds(model: FlatModel, run: Run, *,
     n_local = run.data.n_samples
     for t, selected, idx, part in run.server_rounds(group_of, n_groups, allowed):
         start = global_params[group_of[idx]]
-        local = client_update(model, run, start, part, None if correction is None else correction(start))
+        local = _client_update(model, run, start, part, None if correction is None else correction(start))
         average = group_average(local, n_local[idx], group_of[idx], global_params)
         global_params = average if server_step is None else server_step(global_params, average)
         run.record_server_round(t, upload="models", global_params=global_params, group_of=group_of,

@@ -31,7 +31,7 @@ from torch import Tensor
 
 from .._validation import check_finite
 from ..nn import ClientData, FlatModel
-from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, averaging_rounds
+from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, _averaging_rounds
 from .aggregate import SERVER_OPTIMIZERS, server_optimizer_step
 from .contract import FederatedResult, TrainingOptions, start_run
 
@@ -92,7 +92,7 @@ def fedopt(model: FlatModel, data: ClientData, options: TrainingOptions | None =
             lr=server_lr, beta1=beta1, beta2=beta2, tau=tau)
         return params
 
-    return averaging_rounds(model, run, server_step=server_step)
+    return _averaging_rounds(model, run, server_step=server_step)
 
 
 def fedadam(model: FlatModel, data: ClientData, options: TrainingOptions | None = None,

@@ -23,7 +23,7 @@ from typing import Any
 
 from .._validation import check_finite
 from ..nn import ClientData, FlatModel
-from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, averaging_rounds
+from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, _averaging_rounds
 from ._local_sgd import proximal_term
 from .contract import FederatedResult, TrainingOptions, start_run
 
@@ -55,4 +55,4 @@ def fedprox(model: FlatModel, data: ClientData, options: TrainingOptions | None 
     mu = float(check_finite(mu, "mu", sign="non-negative"))
     run = start_run(model, data, options, overrides, "fedprox", required=ROUND_OPTIONS,
                     optional=(*SAMPLING_OPTIONS, "groups"))
-    return averaging_rounds(model, run, correction=lambda start: proximal_term(mu, start))
+    return _averaging_rounds(model, run, correction=lambda start: proximal_term(mu, start))

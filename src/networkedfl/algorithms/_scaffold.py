@@ -32,7 +32,7 @@ import torch
 
 from .._validation import check_finite
 from ..nn import ClientData, FlatModel
-from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, client_update
+from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, _client_update
 from ._local_sgd import control_variates, local_step_counts
 from .aggregate import group_average, scaffold_controls
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -75,7 +75,7 @@ def scaffold(model: FlatModel, data: ClientData, options: TrainingOptions | None
     n_local = run.data.n_samples
     total = n_local[allowed].sum().clamp_min(torch.finfo(run.dtype).tiny)  # no samples: no share
     for t, selected, idx, part in run.server_rounds(group_of, 1, allowed):
-        y = client_update(model, run, x.expand(idx.numel(), -1), part, control_variates(c, c_i[idx]))
+        y = _client_update(model, run, x.expand(idx.numel(), -1), part, control_variates(c, c_i[idx]))
         steps = local_step_counts(part, opts.local_epochs, opts.batch_size)
         new = scaffold_controls(c_i[idx], c, x[0], y, steps, opts.lr)
         x = x + server_lr * (group_average(y, n_local[idx], group_of[idx], x) - x)
