@@ -26,14 +26,22 @@ comparisons is :func:`~networkedfl.gtv.fedavg_proximal`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from torch import Tensor
+
 from ..nn import ClientBuckets, ClientData, FlatModel
-from ._local_sgd import local_sgd
+from ._local_sgd import Correction, local_sgd
 from .aggregate import group_average, sample_clients
-from .contract import FederatedResult, TrainingOptions, start_run
+from .contract import FederatedResult, Run, TrainingOptions, start_run
 
 __all__ = ["fedavg", "group_average", "sample_clients"]
+
+#: The options FedAvg and the methods on its rounds require, and those they take (with
+#: ``groups`` where a server model per group makes sense: FedAvg, FedProx).
+ROUND_OPTIONS = ("n_rounds", "local_epochs", "batch_size", "lr")
+SAMPLING_OPTIONS = ("client_fraction", "client_chunk_size", "participants")
 
 
 def fedavg(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None,
@@ -68,18 +76,39 @@ def fedavg(model: FlatModel, data: ClientData | ClientBuckets, options: Training
         per round ``|S_t|`` messages down (the global model) and ``|S_t|`` up (the local
         models), ``|S_t| * P`` floats each way.
     """
-    run = start_run(model, data, options, overrides, "fedavg",
-                    required=("n_rounds", "local_epochs", "batch_size", "lr"),
-                    optional=("client_fraction", "client_chunk_size", "groups", "participants"),
-                    ragged=True)
-    opts, data = run.options, run.data
+    run = start_run(model, data, options, overrides, "fedavg", required=ROUND_OPTIONS,
+                    optional=(*SAMPLING_OPTIONS, "groups"), ragged=True)
+    return _averaging_rounds(model, run)
+
+
+def _client_update(model: FlatModel, run: Run, start: Tensor, part: ClientData | ClientBuckets,
+                  correction: Correction | None = None, epochs: int | None = None) -> Tensor:
+    """``ClientUpdate`` of the selected clients ``part`` from their models ``start``: the
+    run's ``local_epochs`` (or ``epochs``) of :func:`~networkedfl.algorithms.local_sgd`
+    with its ``batch_size``, ``lr``, generator and chunks, and the gradient ``correction``."""
+    opts = run.options
+    return local_sgd(model, start, part, epochs=opts.local_epochs if epochs is None else epochs,
+                     batch_size=opts.batch_size, lr=opts.lr, seed=run.seed,
+                     chunk_size=run.chunk_size, correction=correction)
+
+
+def _averaging_rounds(model: FlatModel, run: Run, *,
+                     correction: Callable[[Tensor], Correction] | None = None,
+                     server_step: Callable[[Tensor, Tensor], Tensor] | None = None) -> FederatedResult:
+    """The rounds of FedAvg: sample, :func:`_client_update` from the group's model, average.
+
+    ``correction(start)`` gives the gradient correction of the round's local training from
+    the selected clients' starting models (FedProx's proximal term); ``server_step(previous,
+    average)`` the new server models from the ``(G, P)`` weighted averages (FedOpt's
+    optimiser; default: the averages themselves).
+    """
     group_of, n_groups, allowed, global_params = run.server_models()
-    n_local = data.n_samples
+    n_local = run.data.n_samples
     for t, selected, idx, part in run.server_rounds(group_of, n_groups, allowed):
-        local = local_sgd(model, global_params[group_of[idx]], part, epochs=opts.local_epochs,
-                          batch_size=opts.batch_size, lr=opts.lr, seed=run.seed,
-                          chunk_size=run.chunk_size)
-        global_params = group_average(local, n_local[idx], group_of[idx], global_params)
+        start = global_params[group_of[idx]]
+        local = _client_update(model, run, start, part, None if correction is None else correction(start))
+        average = group_average(local, n_local[idx], group_of[idx], global_params)
+        global_params = average if server_step is None else server_step(global_params, average)
         run.record_server_round(t, upload="models", global_params=global_params, group_of=group_of,
                                 selected=selected)
     return run.result(run.client_models(global_params, group_of), global_params, group_of)

@@ -41,8 +41,28 @@ from ..nn import (
     step_size,
 )
 
-__all__ = ["client_chunks", "epoch_batches", "epoch_order", "in_client_chunks", "local_sgd",
-           "local_steps"]
+__all__ = ["Correction", "client_chunks", "control_variates", "epoch_batches",
+           "epoch_order", "in_client_chunks", "local_sgd", "local_step_counts", "local_steps",
+           "proximal_term"]
+
+#: ``correction(params (k, P), rows) -> (k, P)``: a term added to the gradients of the clients
+#: ``rows`` (a slice of the clients of :func:`local_sgd`) whose models are ``params``.
+Correction = Callable[[Tensor, slice], Tensor]
+
+
+def proximal_term(mu: float, anchor: Tensor) -> Correction:
+    """The gradient ``mu (w_i - anchor_i)`` of ``(mu/2) ||w_i - anchor_i||^2``, ``anchor``
+    ``(n, P)`` one row per client: FedProx's proximal term (Li et al. 2020, eq. (2)) with the
+    round's global model as anchor, Ditto's (Li et al. 2021, eq. (2)) for the personal models."""
+    return lambda params, rows: mu * (params - anchor[rows])
+
+
+def control_variates(server: Tensor, client: Tensor) -> Correction:
+    """SCAFFOLD's drift correction ``c - c_i`` (Karimireddy et al. 2020, Algorithm 1, line 10):
+    ``server`` ``(P,)`` the server's control variate ``c``, ``client`` ``(n, P)`` the clients'
+    ``c_i``; a constant of the step."""
+    difference = server - client
+    return lambda params, rows: difference[rows]
 
 
 def client_chunks(n: int, chunk_size: int | None, name: str = "client_chunk_size") -> list[slice]:
@@ -132,6 +152,7 @@ def local_sgd(
     lr: float,
     seed: GeneratorLike | None = None,
     chunk_size: int | None = None,
+    correction: Correction | None = None,
 ) -> Tensor:
     """``epochs`` epochs of mini-batch SGD on every client's own data, all clients at once.
 
@@ -159,6 +180,11 @@ def local_sgd(
         Train at most this many clients per batched call (:func:`client_chunks`); ``None``
         (default): all at once.  The result is the same: every epoch draws the orders of
         all clients first, exactly as without chunks, then trains the chunks in turn.
+    correction
+        A term added to every client's gradient at every step it takes (a
+        :data:`Correction`, ``correction(params, rows) -> (len(rows), P)`` for the clients
+        ``rows`` of ``params``): the proximal term of FedProx and Ditto, the control variates
+        of SCAFFOLD (:func:`proximal_term`, :func:`control_variates`).  ``None``: plain SGD.
 
     Returns
     -------
@@ -188,6 +214,9 @@ def local_sgd(
             f"params must be ({n}, {model.n_params}) for {n} clients, got {tuple(params.shape)}"
         )
     if isinstance(data, ClientBuckets):
+        if correction is not None:  # its rows index the whole network, not one bucket
+            raise TypeError("local_sgd: a gradient correction needs padded clients, not ClientBuckets: "
+                            "pass data.padded()")
         gen = None if seed is None else make_generator(seed)
         out = torch.empty_like(params)
         for part, rows in zip(data.buckets, data.clients, strict=True):  # buckets, not clients
@@ -209,12 +238,26 @@ def local_sgd(
             batches = ([(xc, yc, wc)] if keys is None
                        else _blocks(xc, yc, wc, _order(keys[rows], wc), n_steps, batch_size))
             for xb, yb, wb in batches:
-                p = sgd_step(p, step_grad(p, xb, yb, wb), lr)
+                g = step_grad(p, xb, yb, wb)
+                if correction is not None:  # a block of padding only: no step, no correction
+                    g = g + torch.where((wb.sum(dim=1) > 0)[:, None], correction(p, rows), 0.0)
+                p = sgd_step(p, g, lr)
             if len(chunks) == 1:
                 params = p
             else:
                 params[rows] = p
     return params
+
+
+def local_step_counts(data: ClientData, epochs: int, batch_size: int | None) -> Tensor:
+    """``(n,)`` the number of SGD steps every client takes in :func:`local_sgd`:
+    ``E * ceil(n_i / B)`` with mini-batches, ``E`` with full batches (``B`` ``None`` or at
+    least the largest client), 0 for a client without samples (SCAFFOLD's ``K`` per client)."""
+    counts = data.counts
+    largest = int(counts.max()) if data.n_clients else 0
+    if batch_size is None or batch_size >= largest:
+        return int(epochs) * (counts > 0).to(torch.int64)
+    return int(epochs) * torch.div(counts + batch_size - 1, batch_size, rounding_mode="floor")
 
 
 def local_steps(

@@ -9,7 +9,12 @@ as Flower's ``aggregate`` module is by its strategies:
   FedSGD's and IFCA's), ``sum_i n_i w_i / sum_i n_i`` over a group's clients;
 * :func:`mix`: one gossip product ``W @ values`` with a sparse or dense mixing matrix
   (decentralised FedAvg, DFL-SGD, DFL-GT) and :func:`consensus_distance`, the spread that
-  gossip contracts.
+  gossip contracts;
+* :func:`scaffold_controls`: SCAFFOLD's new client control variates (Karimireddy et al.
+  2020, Algorithm 1, option II);
+* :func:`server_optimizer_step`: the adaptive server step of FedAdagrad, FedAdam and FedYogi
+  (Reddi et al. 2021, Algorithm 2) on the pseudo-gradient ``mean(w_i) - w``, and plain server
+  SGD.
 """
 
 from __future__ import annotations
@@ -26,7 +31,11 @@ except ModuleNotFoundError as _error:
 
 from ..nn import GeneratorLike, make_generator
 
-__all__ = ["check_fraction", "consensus_distance", "group_average", "mix", "sample_clients"]
+__all__ = ["SERVER_OPTIMIZERS", "check_fraction", "consensus_distance", "group_average", "mix",
+           "sample_clients", "scaffold_controls", "server_optimizer_step"]
+
+#: The server optimisers of :func:`server_optimizer_step` (FedOpt, Reddi et al. 2021).
+SERVER_OPTIMIZERS = ("sgd", "adagrad", "adam", "yogi")
 
 
 def check_fraction(client_fraction: float) -> float:
@@ -95,3 +104,52 @@ def consensus_distance(params: Tensor) -> float:
     """``(1/n) sum_k ||w_k - w_bar||^2`` of the rows of ``params`` ``(n, P)``."""
     centred = params - params.mean(dim=0, keepdim=True)
     return float((centred**2).sum(dim=1).mean())
+
+
+def scaffold_controls(client: Tensor, server: Tensor, start: Tensor, end: Tensor, steps: Tensor,
+                      lr: float) -> Tensor:
+    """SCAFFOLD's updated client control variates, option II of Karimireddy et al. 2020
+    (Algorithm 1, line 12)::
+
+        c_i+ = c_i - c + (x - y_i) / (K_i eta_l)
+
+    ``client`` ``(k, P)`` the ``c_i``, ``server`` ``(P,)`` the ``c``, ``start`` the model ``x``
+    the clients started from (``(P,)`` or ``(k, P)``), ``end`` ``(k, P)`` their models ``y_i``
+    after ``steps`` ``(k,)`` local steps ``K_i`` of size ``lr``.  A client that took no step
+    keeps its ``c_i``.
+    """
+    k = steps.to(end.dtype)[:, None]
+    updated = client - server + (start - end) / (torch.where(k > 0, k, torch.ones_like(k)) * lr)
+    return torch.where(k > 0, updated, client)
+
+
+def server_optimizer_step(params: Tensor, delta: Tensor, m: Tensor, v: Tensor, *, optimizer: str,
+                          lr: float, beta1: float, beta2: float,
+                          tau: float) -> tuple[Tensor, Tensor, Tensor]:
+    """One server step of FedOpt on the pseudo-gradient ``delta = mean_i(w_i) - w``:
+    ``(params, m, v)`` after it.
+
+    Reddi et al. 2021, "Adaptive Federated Optimization", Algorithm 2::
+
+        m_t = beta1 m_{t-1} + (1 - beta1) delta
+        v_t = v_{t-1} + delta^2                                         (FedAdagrad)
+        v_t = beta2 v_{t-1} + (1 - beta2) delta^2                       (FedAdam)
+        v_t = v_{t-1} - (1 - beta2) delta^2 sign(v_{t-1} - delta^2)     (FedYogi)
+        w_{t+1} = w_t + eta m_t / (sqrt(v_t) + tau)
+
+    (no bias correction, as in the paper); ``optimizer="sgd"``: ``w + eta delta`` (FedAvg
+    for ``eta = 1``), ``m`` and ``v`` unchanged.
+    """
+    if optimizer == "sgd":
+        return params + lr * delta, m, v
+    square = delta * delta
+    m = beta1 * m + (1.0 - beta1) * delta
+    if optimizer == "adagrad":
+        v = v + square
+    elif optimizer == "adam":
+        v = beta2 * v + (1.0 - beta2) * square
+    elif optimizer == "yogi":
+        v = v - (1.0 - beta2) * square * torch.sign(v - square)
+    else:
+        raise ValueError(f"unknown server optimizer {optimizer!r}; expected one of {SERVER_OPTIMIZERS}")
+    return params + lr * m / (torch.sqrt(v) + tau), m, v

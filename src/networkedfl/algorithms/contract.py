@@ -1,8 +1,9 @@
 """The contract of the torch methods: their options, their result, their round bookkeeping.
 
 Every torch method (:func:`~networkedfl.algorithms.fedavg`, ``fedsgd``, ``ifca``,
-``pfedme``, ``local_training``, ``local_momentum_sgd``, ``decentralized_fedavg``,
-``fedavg_steps``, ``dfl_sgd``, ``dfl_gt``, ``fesem``, ``bigfl``) is called as
+``fedprox``, ``scaffold``, ``fedopt`` (``fedadam``, ``fedyogi``), ``ditto``, ``pfedme``,
+``local_training``, ``local_momentum_sgd``, ``decentralized_fedavg``, ``fedavg_steps``,
+``dfl_sgd``, ``dfl_gt``, ``fesem``, ``bigfl``) is called as
 
     method(model, data[, graph], options=None, *, <its own parameters>, **overrides)
 
@@ -701,18 +702,21 @@ class Run:
                             group_of: Tensor, selected: Tensor,
                             client_params: Tensor | Callable[[], Tensor] | None = None,
                             downloads: int | None = None, floats_down: int | None = None,
+                            floats_up: int | None = None,
                             extra: Mapping[str, Any] | None = None) -> None:
         """Client-server round: each selected client sends ``P`` floats up (``upload``:
         "models" or "gradients"); ``downloads`` clients (default the selected ones) receive
         ``floats_down`` floats in all (default ``P`` each: their group's model, which they
-        hold unless ``client_params`` says otherwise).  By default the clients' models
+        hold unless ``client_params`` says otherwise); ``floats_up`` floats go up in all
+        (default ``P`` per selected client).  By default the clients' models
         ``global_params[group_of]`` are gathered only when needed (:class:`Recorder`)."""
         s = int(selected.sum())
         p = int(global_params.shape[1])
         r = s if downloads is None else downloads
         self.recorder.record(
             round_, upload=upload, download="models", clients=r, messages_up=s, messages_down=r,
-            floats_up=s * p, floats_down=r * p if floats_down is None else floats_down,
+            floats_up=s * p if floats_up is None else floats_up,
+            floats_down=r * p if floats_down is None else floats_down,
             client_params=(lambda: self.client_models(global_params, group_of)) if client_params is None
             else client_params,
             global_params=global_params, selected=selected, assignment=group_of, extra=extra)

@@ -18,7 +18,8 @@ import networkedfl.algorithms as algorithms
 from networkedfl.nn import ClientData, client_losses, cross_entropy, from_module, linear_regression
 
 METHODS = ["fedavg", "fedsgd", "fedavg_steps", "ifca", "pfedme", "local_training",
-           "local_momentum_sgd", "decentralized_fedavg", "dfl_sgd", "dfl_gt", "fesem", "bigfl"]
+           "local_momentum_sgd", "decentralized_fedavg", "dfl_sgd", "dfl_gt", "fesem", "bigfl",
+           "fedprox", "scaffold", "fedopt", "fedadam", "fedyogi", "ditto"]
 
 
 def mlp(seed=None):

@@ -382,7 +382,9 @@ def quirk_ablation(table: pd.DataFrame) -> plt.Figure:
 
 #: Display names of the MNIST methods in the figures.
 MNIST_METHOD_NAMES = {"primal_dual": "Alg. 1", "ifca": "IFCA", "pfedme": "pFedMe",
-                      "local_sgd": "local SGD", "fedavg": "FedAvg"}
+                      "local_sgd": "local SGD", "fedavg": "FedAvg", "fedprox": "FedProx",
+                      "scaffold": "SCAFFOLD", "fedadam": "FedAdam", "fedyogi": "FedYogi",
+                      "ditto": "Ditto"}
 
 
 def quirk_ablation_mnist(table: pd.DataFrame) -> plt.Figure:

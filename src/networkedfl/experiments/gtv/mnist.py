@@ -16,7 +16,12 @@ nodes' validation images, after every iteration / round / epoch (iteration 0: th
   the graph (per-edge ``lambda``), so the data are shared;
 * ``ifca`` (Ghosh et al. 2020), ``fedavg``: rounds of full-batch local gradient steps;
 * ``pfedme`` (Dinh et al. 2020);
-* ``local_sgd``: independent momentum SGD per node (docs/variants.md §8.11).
+* ``local_sgd``: independent momentum SGD per node (docs/variants.md §8.11);
+* extra baselines, not the paper's (shown beside its methods where a configuration lists
+  them; the default configuration does not): ``fedprox`` (Li et al. 2020), ``scaffold``
+  (Karimireddy et al. 2020), ``fedadam`` and ``fedyogi`` (Reddi et al. 2021), ``ditto``
+  (Li et al. 2021, scored on the personal models), each with FedAvg's full-batch local
+  gradient steps (``rounds``, ``local_steps``, ``lr``) and its own parameters.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from .mnist_graph import MnistGraph, graph_file, load_mnist_graph, mnist_train_f
 
 __all__ = [
     "ALL_METHODS",
+    "EXTRA_BASELINES",
     "MnistProblem",
     "PAPER_TABLE2",
     "job_seeds",
@@ -323,7 +329,33 @@ def _local_sgd(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) ->
     return {}
 
 
-_BASELINES = {"ifca": _ifca, "fedavg": _fedavg, "pfedme": _pfedme, "local_sgd": _local_sgd}
+#: The extra baselines' own parameters (besides ``rounds``, ``local_steps``, ``lr``).
+EXTRA_BASELINES: dict[str, tuple[str, ...]] = {
+    "fedprox": ("mu",), "scaffold": ("server_lr",), "ditto": ("lam",),
+    "fedadam": ("server_lr", "beta1", "beta2", "tau"), "fedyogi": ("server_lr", "beta1", "beta2", "tau"),
+}
+
+
+def _extra_baseline(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict:
+    """FedProx, SCAFFOLD, FedAdam, FedYogi or Ditto with FedAvg's full-batch local steps."""
+    from ... import algorithms
+
+    name = spec["algorithm"]
+    unknown = sorted(set(spec) - {"algorithm", "rounds", "local_steps", "lr", *EXTRA_BASELINES[name]})
+    if unknown:
+        raise ValueError(f"{name} takes no {unknown}; its own parameters: {list(EXTRA_BASELINES[name])}")
+    own = {key: float(spec[key]) for key in EXTRA_BASELINES[name] if key in spec}
+    rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
+    data = _client_data(problem)
+    getattr(algorithms, name)(
+        problem.network.flat_model(w0, sparse=[data.features]), data, n_rounds=int(spec["rounds"]),
+        local_epochs=int(spec["local_steps"]), batch_size=None, lr=float(spec["lr"]), init=w0, seed=rng,
+        callback=_round_callback(problem, rec), device=problem.device, dtype=problem.dtype, **own)
+    return {}
+
+
+_BASELINES = {"ifca": _ifca, "fedavg": _fedavg, "pfedme": _pfedme, "local_sgd": _local_sgd,
+              **dict.fromkeys(EXTRA_BASELINES, _extra_baseline)}
 
 
 def _baseline(problem: MnistProblem, spec: Params, w0: np.ndarray, rng) -> list[dict[str, Any]]:
