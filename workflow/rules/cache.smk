@@ -15,12 +15,66 @@
 # KL estimator give the same arrays with 1 and 2 threads, tested in
 # tests/unit/graphs/test_graph_learning.py); `--set-threads mnist_tsne=N` gives them more.
 
+#
+# A target reads a cache when its registration names it (`Experiment.caches`); CACHES lists
+# the caches this file builds, each with the files one of its artefacts is made from.
+
+from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
+
 MNIST_GRAPHS = config.get("mnist_graphs", {})
+
+
+def graph_stage_files(name):
+    """The three cached stages of the MNIST graph ``name``, each with its sidecar."""
+    stages = [PATHS.cache(kind, name) for kind in STAGE_KINDS.values()]
+    return [f for stage in stages for f in (stage, stage + PROVENANCE)]
+
+
+def mnist_graph_files(path):
+    """The files the cached MNIST graph at ``path`` is made from (with it); None for another path."""
+    if Path(path).parent != Path(PATHS.cache(STAGE_KINDS["graph"], "x")).parent:
+        return None
+    return mnist_train_files() + graph_stage_files(Path(path).stem)
+
+
+#: The caches this file builds: name (`Experiment.caches`) -> the files an input path of a
+#: target's job is made from when it is one of the cache's artefacts (None otherwise).
+CACHES = {"mnist_graph": mnist_graph_files}
+
+
+def _uses(target):
+    caches = get_experiment(target).caches
+    unknown = sorted(set(caches) - set(CACHES))
+    if unknown:
+        raise ValueError(f"target {target!r} is registered with unknown caches {unknown}; "
+                         f"workflow/rules/cache.smk builds {sorted(CACHES)}")
+    return caches
+
+
+def cached_files(target, path):
+    """The files ``path`` is made from (with it) when it is an artefact of a cache the target
+    reads; None when it is not (a dataset file, an input of its own)."""
+    for name in _uses(target):
+        files = CACHES[name](path)
+        if files is not None:
+            return files
+    return None
+
+
+@functools.cache
+def _mnist_graph_code():
+    return code_hash(module_closure(["networkedfl.experiments.gtv.mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)
+
+
+def mnist_graph_code_version(wildcards):
+    """Code of the cached MNIST graph stages."""
+    return _mnist_graph_code()
+
 
 _mnist_missing = {
     target: name
     for target, params in config["experiments"].items()
-    if target.startswith("gtv_") and "mnist" in target
+    if "mnist_graph" in _uses(target)
     for name in (graph_names(params) or [None])
     if name not in MNIST_GRAPHS
 }

@@ -19,7 +19,6 @@ if os.path.isdir(os.path.join(_SRC, "networkedfl")):
 from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.papers import ordered_targets
-from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
 from networkedfl.io import CorruptArtefactError, record_command
 from networkedfl.pipeline.config import check_command_line, read_yaml, type_command_line_values, validate_config
 from networkedfl.io import Paths
@@ -233,12 +232,6 @@ def target_outputs(target):
     return [f for output in outputs for f in (output, output + PROVENANCE)]
 
 
-def graph_stage_files(name):
-    """The three cached stages of the MNIST graph ``name``, each with its sidecar."""
-    stages = [PATHS.cache(kind, name) for kind in STAGE_KINDS.values()]
-    return [f for stage in stages for f in (stage, stage + PROVENANCE)]
-
-
 def _files(inputs):
     return [f for value in inputs.values() for f in ([value] if isinstance(value, str) else value)]
 
@@ -254,13 +247,10 @@ def target_intermediates(target):
     # one raw output per job (one per setting, or one for all of a grouped target's settings)
     outputs = [(settings, PATHS.raw(target, job)) for job, settings in job_groups(config, target).items()]
     outputs += [([setting], PATHS.tuning(target, setting)) for setting in tuning_settings(config, target)]
-    graphs = Path(PATHS.cache(STAGE_KINDS["graph"], "x")).parent
     for settings, output in outputs:
         for path in (p for setting in settings for p in _files(job_inputs(config, target, setting))):
-            if Path(path).parent == graphs:
-                files += mnist_train_files() + graph_stage_files(Path(path).stem)
-            else:
-                files.append(path)
+            # a cached artefact of one of the target's caches (cache.smk): with what it is made from
+            files += cached_files(target, path) or [path]
         files += [output, output + PROVENANCE]
     return list(dict.fromkeys(files))
 
@@ -310,13 +300,10 @@ def gallery_tables():
     return [t for t in gallery_targets() if not get_experiment(t).has_figure]
 
 
-#: Quirk-ablation targets: the gallery writes each one's table as Markdown.
-ABLATIONS = ["gtv_quirk_ablation", "gtv_quirk_ablation_mnist"]
-
-
 def gallery_ablations():
-    """The selected quirk-ablation targets: each gets a generated Markdown table."""
-    return [t for t in ABLATIONS if t in gallery_targets()]
+    """The selected ablation targets (registered with `ablation_of`): each gets a generated
+    Markdown table."""
+    return [t for t in gallery_targets() if get_experiment(t).ablation_of]
 
 
 def gallery_tuned():
@@ -366,11 +353,6 @@ def _notebook_code(path):
     return code_hash(notebook_modules(path, _PACKAGE_ROOT), _PACKAGE_ROOT)
 
 
-@functools.cache
-def _mnist_graph_code():
-    return code_hash(module_closure(["networkedfl.experiments.gtv.mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)
-
-
 def code_version(wildcards):
     """Code of a target's experiment, tuning, table and claims jobs."""
     return _target_code(wildcards.target)
@@ -384,8 +366,3 @@ def notebook_code_version(wildcards):
 def summary_code_version(wildcards):
     """Code of the claims summary."""
     return code_hash(module_closure(["networkedfl.pipeline.summary"], _PACKAGE_ROOT), _PACKAGE_ROOT)
-
-
-def mnist_graph_code_version(wildcards):
-    """Code of the cached MNIST graph stages."""
-    return _mnist_graph_code()

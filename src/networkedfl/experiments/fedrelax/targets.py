@@ -75,6 +75,12 @@ _PAPER_SCALE = {
     "fedrelax_fig05b_variation_connectivity": _RUNS_SCALE,
 }
 
-for _id, _source, _title, _run, _claims, _deviations in _TARGETS:
+#: The schema block of each run's config (Experiment.schema).
+_SCHEMA = {run_linear_final: "fedrelax_linear", run_linear_convergence: "fedrelax_linear",
+           run_baselines: "fedrelax_baselines", run_trees: "fedrelax_trees", run_variation: "fedrelax_variation"}
+
+# in the paper's order (Experiment.order)
+for _order, (_id, _source, _title, _run, _claims, _deviations) in enumerate(_TARGETS, 1):
     register_target(_id, "figure", _source, _title, _run, _claims, settings=single_job,
-                    deviations=_deviations, paper_scale=_PAPER_SCALE.get(_id, {}))
+                    deviations=_deviations, paper_scale=_PAPER_SCALE.get(_id, {}), order=_order,
+                    schema=_SCHEMA[_run])
