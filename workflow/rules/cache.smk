@@ -16,65 +16,23 @@
 # tests/unit/graphs/test_graph_learning.py); `--set-threads mnist_tsne=N` gives them more.
 
 #
-# A target reads a cache when its registration names it (`Experiment.caches`); CACHES lists
-# the caches this file builds, each with the files one of its artefacts is made from.
+# A target reads a cache when its registration names it (`Experiment.caches`); this file adds
+# each cache it builds to CACHES (common.smk), with the files an artefact of it is made from.
 
 from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
 
 MNIST_GRAPHS = config.get("mnist_graphs", {})
-
-
-def graph_stage_files(name):
-    """The three cached stages of the MNIST graph ``name``, each with its sidecar."""
-    stages = [PATHS.cache(kind, name) for kind in STAGE_KINDS.values()]
-    return [f for stage in stages for f in (stage, stage + PROVENANCE)]
-
-
-def mnist_graph_files(path):
-    """The files the cached MNIST graph at ``path`` is made from (with it); None for another path."""
-    if Path(path).parent != Path(PATHS.cache(STAGE_KINDS["graph"], "x")).parent:
-        return None
-    return mnist_train_files() + graph_stage_files(Path(path).stem)
-
-
-#: The caches this file builds: name (`Experiment.caches`) -> the files an input path of a
-#: target's job is made from when it is one of the cache's artefacts (None otherwise).
-CACHES = {"mnist_graph": mnist_graph_files}
-
-
-def _uses(target):
-    caches = get_experiment(target).caches
-    unknown = sorted(set(caches) - set(CACHES))
-    if unknown:
-        raise ValueError(f"target {target!r} is registered with unknown caches {unknown}; "
-                         f"workflow/rules/cache.smk builds {sorted(CACHES)}")
-    return caches
-
-
-def cached_files(target, path):
-    """The files ``path`` is made from (with it) when it is an artefact of a cache the target
-    reads; None when it is not (a dataset file, an input of its own)."""
-    for name in _uses(target):
-        files = CACHES[name](path)
-        if files is not None:
-            return files
-    return None
-
-
-@functools.cache
-def _mnist_graph_code():
-    return code_hash(module_closure(["networkedfl.experiments.gtv.mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)
-
-
-def mnist_graph_code_version(wildcards):
-    """Code of the cached MNIST graph stages."""
-    return _mnist_graph_code()
-
+_MNIST_GRAPH_DIR = Path(PATHS.cache(STAGE_KINDS["graph"], "x")).parent
+# a learnt graph is made from the MNIST files and its three stages (each with its sidecar)
+CACHES["mnist_graph"] = lambda path: None if Path(path).parent != _MNIST_GRAPH_DIR else mnist_train_files() + [
+    f for kind in STAGE_KINDS.values() for f in (PATHS.cache(kind, Path(path).stem),
+                                                 PATHS.cache(kind, Path(path).stem) + PROVENANCE)]
+_mnist_graph_code = lambda wildcards: module_code("networkedfl.experiments.gtv.mnist_graph")
 
 _mnist_missing = {
     target: name
     for target, params in config["experiments"].items()
-    if "mnist_graph" in _uses(target)
+    if "mnist_graph" in target_caches(target)
     for name in (graph_names(params) or [None])
     if name not in MNIST_GRAPHS
 }
@@ -97,7 +55,7 @@ rule mnist_tsne:
         CONDA_ENV
     params:
         spec=lambda wildcards: stage_spec(MNIST_GRAPHS[wildcards.graph], "embedding"),
-        code=mnist_graph_code_version,
+        code=_mnist_graph_code,
         base_seed=config["seed"],
     priority: EARLY
     resources:
@@ -120,7 +78,7 @@ rule mnist_kl:
         CONDA_ENV
     params:
         spec=lambda wildcards: stage_spec(MNIST_GRAPHS[wildcards.graph], "divergences"),
-        code=mnist_graph_code_version,
+        code=_mnist_graph_code,
     priority: EARLY
     wildcard_constraints:
         graph=_alternation(list(MNIST_GRAPHS)),
@@ -141,7 +99,7 @@ rule learn_mnist_graph:
         CONDA_ENV
     params:
         spec=lambda wildcards: stage_spec(MNIST_GRAPHS[wildcards.graph], "graph"),
-        code=mnist_graph_code_version,
+        code=_mnist_graph_code,
     priority: EARLY
     wildcard_constraints:
         graph=_alternation(list(MNIST_GRAPHS)),

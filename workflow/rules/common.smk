@@ -232,6 +232,32 @@ def target_outputs(target):
     return [f for output in outputs for f in (output, output + PROVENANCE)]
 
 
+#: The caches the workflow builds (cache.smk adds each): name (`Experiment.caches`) -> the
+#: files an input path of a target's job is made from when it is an artefact of the cache
+#: (with the path itself), None when it is not.
+CACHES = {}
+
+
+def target_caches(target):
+    """The caches the target reads (its registration's `caches`), each one the workflow builds."""
+    caches = get_experiment(target).caches
+    unknown = sorted(set(caches) - set(CACHES))
+    if unknown:
+        raise ValueError(f"target {target!r} is registered with unknown caches {unknown}; "
+                         f"workflow/rules/cache.smk builds {sorted(CACHES)}")
+    return caches
+
+
+def cached_files(target, path):
+    """The files ``path`` is made from (with it) when it is an artefact of a cache the target
+    reads; None when it is not (a dataset file, an input of its own)."""
+    for name in target_caches(target):
+        files = CACHES[name](path)
+        if files is not None:
+            return files
+    return None
+
+
 def _files(inputs):
     return [f for value in inputs.values() for f in ([value] if isinstance(value, str) else value)]
 
@@ -346,6 +372,12 @@ def report_timings(log_file):
 @functools.cache
 def _target_code(target):
     return code_hash(target_modules(target, _PACKAGE_ROOT), _PACKAGE_ROOT)
+
+
+@functools.cache
+def module_code(module):
+    """Code of a package module and what it imports (a cache's stages, cache.smk)."""
+    return code_hash(module_closure([module], _PACKAGE_ROOT), _PACKAGE_ROOT)
 
 
 @functools.cache

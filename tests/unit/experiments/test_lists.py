@@ -31,9 +31,10 @@ DUMMY = "gtv_fig13b_star_lambda_dummy"
 def dummy(monkeypatch):
     """A target registered in-process between Fig. 13 and the ablations, with Fig. 13's block."""
     fig13 = get_experiment("gtv_fig13_star_lambda")
+    after = min(e.order for e in EXPERIMENTS.values() if e.paper == "gtv" and e.order > fig13.order)
     experiment = Experiment(id=DUMMY, kind="figure", source="GTV Fig. 13 (a variant)", title="dummy",
                             run=fig13.run, claims=fig13.claims, deviations=("star-graph", "claims-means"),
-                            order=16.5, schema="star_lambda")
+                            order=(fig13.order + after) / 2, schema="star_lambda")
     monkeypatch.setitem(EXPERIMENTS, DUMMY, experiment)
     return experiment
 
@@ -55,9 +56,9 @@ def test_a_registered_target_is_in_every_generated_list(dummy, repo):
     rows = dict(re.findall(r"^\| \[([a-z0-9-]+)\]\(\w+\.md#[a-z0-9-]+\) \|[^|]*\| (.*) \|$", index, re.M))
     assert {slug for slug, targets in rows.items() if f"`{DUMMY}`" in targets} == {"star-graph"}
     assert rows["claims-means"] == "every target"  # named by every target, the new one too
-    assert rows["star-graph"].endswith(f"`gtv_fig13_star_lambda`, `{DUMMY}`")
+    assert f"`gtv_fig13_star_lambda`, `{DUMMY}`" in rows["star-graph"]  # in the papers' order
     blocks = config_blocks((ROOT / "config" / "README.md").read_text(encoding="utf-8"))
-    assert f"### `star_lambda`\n\nTargets: `gtv_fig13_star_lambda`, `{DUMMY}`." in blocks
+    assert f"`gtv_fig13_star_lambda`, `{DUMMY}`" in re.search(r"### `star_lambda`\n\nTargets: (.*)\.", blocks)[1]
     assert set(generated(ROOT)) == set(FILES)  # and the generated files are then stale
     assert [p for p, text in generated(ROOT).items() if (ROOT / p).read_text(encoding="utf-8") != text] == list(FILES)
 
