@@ -13,8 +13,9 @@ An :class:`Experiment` bundles what the pipeline needs to build one target:
   as a keyword argument ``inputs`` (a mapping from name to a path or a list of paths);
 * ``deviations``: the names of the deviations from the paper that the target depends on
   (headings of ``docs/deviations/<paper>.md``, see :mod:`.deviations`);
-* ``order``, ``schema``, ``caches``, ``ablation_of``: its place among its paper's targets, the
-  schema block of its config, the cached artefacts it reads and the targets it ablates.
+* ``order``, ``schema``, ``caches``, ``ablation_of``, ``figure``: its place among its paper's
+  targets, the schema block of its config, the cached artefacts it reads, the targets it
+  ablates and the function that draws its figure.
 
 The registry is the only written list of targets: the config schema's target ids and
 per-target blocks (:func:`networkedfl.pipeline.config.validate_config` adds them when it
@@ -151,6 +152,10 @@ class Experiment:
     #: The targets whose settings this one switches one option at a time (an ablation: the
     #: gallery writes its table as Markdown).
     ablation_of: tuple[str, ...] = ()
+    #: The function of ``networkedfl.experiments.<paper>.figures`` that draws the figure its
+    #: notebook shows (``report.show_figure(figures.<figure>(...))``); by default the id
+    #: without its paper's prefix (``fig13_star_lambda``); none for a table.
+    figure: str = ""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.deviations) - set(DEVIATIONS))
@@ -158,6 +163,8 @@ class Experiment:
             raise ValueError(f"experiment {self.id!r}: unknown deviations {unknown} "
                              "(the names are the headings of docs/deviations/<paper>.md)")
         object.__setattr__(self, "deviations", tuple(d for d in DEVIATIONS if d in set(self.deviations)))
+        if self.has_figure and not self.figure:
+            object.__setattr__(self, "figure", self.id.partition("_")[2])
 
     @property
     def has_figure(self) -> bool:

@@ -116,3 +116,17 @@ def test_the_ablations_name_their_sources():
     assert ablations == {"gtv_quirk_ablation": ("gtv_fig09_sbm_sampling", "gtv_table1_highdim_sbm"),
                          "gtv_quirk_ablation_mnist": ("gtv_fig06_mnist_methods",)}
     assert all(set(sources) <= set(EXPERIMENTS) for sources in ablations.values())
+
+
+def test_every_figure_is_drawn_by_its_registered_function_in_its_notebook():
+    """``Experiment.figure`` names a function of the paper's figures module, and the target's
+    notebook shows the figure that function draws; a table has none."""
+    import importlib
+
+    for target, e in EXPERIMENTS.items():
+        if not e.has_figure:
+            assert e.figure == "", target
+            continue
+        assert callable(getattr(importlib.import_module(f"networkedfl.experiments.{e.paper}.figures"), e.figure)), target
+        notebook = (ROOT / "notebooks" / f"{target}.ipynb").read_text(encoding="utf-8")
+        assert set(re.findall(r"show_figure\(figures\.(\w+)\(", notebook)) == {e.figure}, target

@@ -77,7 +77,7 @@ register(Experiment(
     claims=step_scan_claims, settings=mnist_settings, inputs=mnist_inputs,
     deviations=(*MNIST_TRAINING_DEVIATIONS, "mnist-claims"),
     paper_scale={"methods.c_*.n_iter": "70 [official code] (the notebooks' K; iterations 0-49 plotted)"},
-    order=19, schema="mnist_experiment", caches=("mnist_graph",),
+    order=19, schema="mnist_experiment", caches=("mnist_graph",), figure="step_scan",
 ))
 register(Experiment(
     id="gtv_quirk_ablation_mnist", kind="figure", source="GTV Fig. 6 (issue 16; not in the paper)",
