@@ -119,7 +119,7 @@ MUTATIONS = [
     Mutation(
         "no_metric_check", "jobs with NaN or infinite metrics succeed",
         "src/networkedfl/pipeline/runner.py",
-        "    _check_finite_values(table, f\"{target}, setting {setting!r}, seed {seed}\")\n",
+        "    _check_finite_values(table, f\"{job.target}, setting {job.setting!r}, seed {seed}\")\n",
         "",
         ("tests/unit/graphs/test_divergence.py::test_a_job_with_non_finite_metrics_fails_naming_target_setting_seed_and_metric",),
     ),

@@ -15,12 +15,24 @@
 # KL estimator give the same arrays with 1 and 2 threads, tested in
 # tests/unit/graphs/test_graph_learning.py); `--set-threads mnist_tsne=N` gives them more.
 
+#
+# A target reads a cache when its registration names it (`Experiment.caches`); this file adds
+# each cache it builds to CACHES (common.smk), with the files an artefact of it is made from.
+
+from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
+
 MNIST_GRAPHS = config.get("mnist_graphs", {})
+_MNIST_GRAPH_DIR = Path(PATHS.cache(STAGE_KINDS["graph"], "x")).parent
+# a learnt graph is made from the MNIST files and its three stages (each with its sidecar)
+CACHES["mnist_graph"] = lambda path: None if Path(path).parent != _MNIST_GRAPH_DIR else mnist_train_files() + [
+    f for kind in STAGE_KINDS.values() for f in (PATHS.cache(kind, Path(path).stem),
+                                                 PATHS.cache(kind, Path(path).stem) + PROVENANCE)]
+_mnist_graph_code = lambda wildcards: module_code("networkedfl.experiments.gtv.mnist_graph")
 
 _mnist_missing = {
     target: name
     for target, params in config["experiments"].items()
-    if target.startswith("gtv_") and "mnist" in target
+    if "mnist_graph" in target_caches(target)
     for name in (graph_names(params) or [None])
     if name not in MNIST_GRAPHS
 }
@@ -43,7 +55,7 @@ rule mnist_tsne:
         CONDA_ENV
     params:
         spec=lambda wildcards: stage_spec(MNIST_GRAPHS[wildcards.graph], "embedding"),
-        code=mnist_graph_code_version,
+        code=_mnist_graph_code,
         base_seed=config["seed"],
     priority: EARLY
     resources:
@@ -66,7 +78,7 @@ rule mnist_kl:
         CONDA_ENV
     params:
         spec=lambda wildcards: stage_spec(MNIST_GRAPHS[wildcards.graph], "divergences"),
-        code=mnist_graph_code_version,
+        code=_mnist_graph_code,
     priority: EARLY
     wildcard_constraints:
         graph=_alternation(list(MNIST_GRAPHS)),
@@ -87,7 +99,7 @@ rule learn_mnist_graph:
         CONDA_ENV
     params:
         spec=lambda wildcards: stage_spec(MNIST_GRAPHS[wildcards.graph], "graph"),
-        code=mnist_graph_code_version,
+        code=_mnist_graph_code,
     priority: EARLY
     wildcard_constraints:
         graph=_alternation(list(MNIST_GRAPHS)),

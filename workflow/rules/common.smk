@@ -30,7 +30,6 @@ for _overlay in [_overlays] if isinstance(_overlays, str) else _overlays if isin
 from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.papers import ordered_targets
-from networkedfl.experiments.gtv.mnist_graph import STAGE_KINDS, graph_names, mnist_train_files, stage_spec
 from networkedfl.io import CorruptArtefactError, record_command
 from networkedfl.pipeline.config import (
     check_command_line,
@@ -255,10 +254,30 @@ def target_outputs(target):
     return [f for output in outputs for f in (output, output + PROVENANCE)]
 
 
-def graph_stage_files(name):
-    """The three cached stages of the MNIST graph ``name``, each with its sidecar."""
-    stages = [PATHS.cache(kind, name) for kind in STAGE_KINDS.values()]
-    return [f for stage in stages for f in (stage, stage + PROVENANCE)]
+#: The caches the workflow builds (cache.smk adds each): name (`Experiment.caches`) -> the
+#: files an input path of a target's job is made from when it is an artefact of the cache
+#: (with the path itself), None when it is not.
+CACHES = {}
+
+
+def target_caches(target):
+    """The caches the target reads (its registration's `caches`), each one the workflow builds."""
+    caches = get_experiment(target).caches
+    unknown = sorted(set(caches) - set(CACHES))
+    if unknown:
+        raise ValueError(f"target {target!r} is registered with unknown caches {unknown}; "
+                         f"workflow/rules/cache.smk builds {sorted(CACHES)}")
+    return caches
+
+
+def cached_files(target, path):
+    """The files ``path`` is made from (with it) when it is an artefact of a cache the target
+    reads; None when it is not (a dataset file, an input of its own)."""
+    for name in target_caches(target):
+        files = CACHES[name](path)
+        if files is not None:
+            return files
+    return None
 
 
 def _files(inputs):
@@ -276,13 +295,10 @@ def target_intermediates(target):
     # one raw output per job (one per setting, or one for all of a grouped target's settings)
     outputs = [(settings, PATHS.raw(target, job)) for job, settings in job_groups(config, target).items()]
     outputs += [([setting], PATHS.tuning(target, setting)) for setting in tuning_settings(config, target)]
-    graphs = Path(PATHS.cache(STAGE_KINDS["graph"], "x")).parent
     for settings, output in outputs:
         for path in (p for setting in settings for p in _files(job_inputs(config, target, setting))):
-            if Path(path).parent == graphs:
-                files += mnist_train_files() + graph_stage_files(Path(path).stem)
-            else:
-                files.append(path)
+            # a cached artefact of one of the target's caches (cache.smk): with what it is made from
+            files += cached_files(target, path) or [path]
         files += [output, output + PROVENANCE]
     return list(dict.fromkeys(files))
 
@@ -332,13 +348,10 @@ def gallery_tables():
     return [t for t in gallery_targets() if not get_experiment(t).has_figure]
 
 
-#: Quirk-ablation targets: the gallery writes each one's table as Markdown.
-ABLATIONS = ["gtv_quirk_ablation", "gtv_quirk_ablation_mnist"]
-
-
 def gallery_ablations():
-    """The selected quirk-ablation targets: each gets a generated Markdown table."""
-    return [t for t in ABLATIONS if t in gallery_targets()]
+    """The selected ablation targets (registered with `ablation_of`): each gets a generated
+    Markdown table."""
+    return [t for t in gallery_targets() if get_experiment(t).ablation_of]
 
 
 def gallery_tuned():
@@ -384,13 +397,14 @@ def _target_code(target):
 
 
 @functools.cache
-def _notebook_code(path):
-    return code_hash(notebook_modules(path, _PACKAGE_ROOT), _PACKAGE_ROOT)
+def module_code(module):
+    """Code of a package module and what it imports (a cache's stages, cache.smk)."""
+    return code_hash(module_closure([module], _PACKAGE_ROOT), _PACKAGE_ROOT)
 
 
 @functools.cache
-def _mnist_graph_code():
-    return code_hash(module_closure(["networkedfl.experiments.gtv.mnist_graph"], _PACKAGE_ROOT), _PACKAGE_ROOT)
+def _notebook_code(path):
+    return code_hash(notebook_modules(path, _PACKAGE_ROOT), _PACKAGE_ROOT)
 
 
 def code_version(wildcards):
@@ -406,8 +420,3 @@ def notebook_code_version(wildcards):
 def summary_code_version(wildcards):
     """Code of the claims summary."""
     return code_hash(module_closure(["networkedfl.pipeline.summary"], _PACKAGE_ROOT), _PACKAGE_ROOT)
-
-
-def mnist_graph_code_version(wildcards):
-    """Code of the cached MNIST graph stages."""
-    return _mnist_graph_code()

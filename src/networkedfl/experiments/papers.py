@@ -1,65 +1,56 @@
 """The papers the targets reproduce, and each paper's targets in the order the paper presents them.
 
-The order is the papers' own order of figures and tables (docs/targets.md); targets that are not in a paper (the GTV quirk ablations and the step scan) come
-after the paper's own.  The gallery, ``claims.md`` and the index page list targets in this
-order; ``tests/unit/experiments/test_papers.py`` checks that every registered target is here
-exactly once.
+A target's paper is its id's prefix and its place is the ``order`` it is registered with
+(:class:`.registry.Experiment`): the papers' own order of figures and tables; targets that are not in a paper (the GTV quirk ablations and
+the step scan) come after the paper's own. The gallery, ``claims.md``, the index page and
+``docs/targets.md`` list targets in this order; ``tests/unit/experiments/test_papers.py``
+checks that every registered target belongs to a paper and has a place of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .registry import EXPERIMENTS
+
 __all__ = ["PAPERS", "Paper", "ordered_targets", "paper_of"]
 
 
 @dataclass(frozen=True)
 class Paper:
-    """One paper: its key (the targets' id prefix), how it is cited and its targets in order."""
+    """One paper: its key (the targets' id prefix), how it is cited and the file it is in."""
 
     key: str
     name: str
     citation: str
     file: str
-    targets: tuple[str, ...]
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The registered targets of this paper, in their registered order."""
+        mine = [e for e in EXPERIMENTS.values() if e.paper == self.key]
+        return tuple(e.id for e in sorted(mine, key=lambda e: (e.order, e.id)))
 
 
 PAPERS: tuple[Paper, ...] = (
     Paper("gtv", "GTV paper", "Sarcheshmehpour, Tian, Zhang & Jung, Clustered federated learning via generalized "
-          "total variation minimization, IEEE TSP 2023", "sarcheshmehpour-2023-clustered-fl-gtv-minimization.txt", (
-              "gtv_fig01_empirical_graph", "gtv_table1_highdim_sbm", "gtv_fig02_num_clusters",
-              "gtv_fig03_chain_sampling", "gtv_fig04_chain_noise", "gtv_fig05_mnist_lambda",
-              "gtv_fig06_mnist_methods", "gtv_table2_mnist_clusters", "gtv_fig07_mnist_five_clusters",
-              "gtv_fig08_cluster_graph", "gtv_fig09_sbm_sampling", "gtv_fig10_sbm_noise", "gtv_table3_covariance",
-              "gtv_fig11_unbalanced", "gtv_fig12_star_graph", "gtv_fig13_star_lambda",
-              # not in the paper: the notebooks' behaviours switched one at a time, the step scan
-              "gtv_quirk_ablation", "gtv_quirk_ablation_mnist", "gtv_mnist_step_scan",
-          )),
+          "total variation minimization, IEEE TSP 2023", "sarcheshmehpour-2023-clustered-fl-gtv-minimization.txt"),
     Paper("fedrelax", "FedRelax", "Abdurakhmanova, Sarcheshmehpour & Jung, Towards model-agnostic federated "
-          "learning over networks (FedRelax), 2024", "abdurakhmanova-2024-fedrelax.md", (
-              "fedrelax_fig01a_dm_ratio", "fedrelax_fig01b_convergence", "fedrelax_fig01c_baselines",
-              "fedrelax_fig02a_trees_dm", "fedrelax_fig02b_trees_noise", "fedrelax_fig03_noniid_linear",
-              "fedrelax_fig04_noniid_trees", "fedrelax_fig05a_variation_noise",
-              "fedrelax_fig05b_variation_connectivity",
-          )),
+          "learning over networks (FedRelax), 2024", "abdurakhmanova-2024-fedrelax.md"),
     Paper("gfl", "Graph-aware FL chapter", "Lu, Xing & Yu, graph-aware federated learning (book chapter)",
-          "lu-xing-yu-graph-aware-fl-chapter.md", (
-              "gfl_fig10_1_dfl", "gfl_fig10_2_homologous_graphs", "gfl_table10_1_settings", "gfl_fig10_3_synthetic",
-              "gfl_fig10_4_reviews_nlp", "gfl_table10_2_review_stats",
-          )),
+          "lu-xing-yu-graph-aware-fl-chapter.md"),
     Paper("lecture", "Lecture", "Tham, distributed machine learning lecture: FedSGD and FedAvg",
-          "tham-lecture-distributed-ml-fedavg.md", (
-              "lecture_table1_fedsgd_fedavg", "lecture_fig1_fedsgd_vs_fedavg",
-          )),
+          "tham-lecture-distributed-ml-fedavg.md"),
 )
 
 
 def paper_of(target: str) -> Paper:
     """The paper ``target`` reproduces (by its id's prefix)."""
     for paper in PAPERS:
-        if target in paper.targets:
+        if target in EXPERIMENTS and EXPERIMENTS[target].paper == paper.key:
             return paper
-    raise KeyError(f"target {target!r} is in no paper's list (networkedfl.experiments.papers.PAPERS)")
+    raise KeyError(f"target {target!r} is in no paper's list (a registered target whose id starts with a key "
+                   "of networkedfl.experiments.papers.PAPERS)")
 
 
 def ordered_targets(targets: list[str] | tuple[str, ...]) -> list[str]:
@@ -67,5 +58,6 @@ def ordered_targets(targets: list[str] | tuple[str, ...]) -> list[str]:
     rank = {t: i for i, t in enumerate(t for p in PAPERS for t in p.targets)}
     unknown = [t for t in targets if t not in rank]
     if unknown:
-        raise KeyError(f"targets in no paper's list (networkedfl.experiments.papers.PAPERS): {unknown}")
+        raise KeyError(f"targets in no paper's list (a registered target whose id starts with a key of "
+                       f"networkedfl.experiments.papers.PAPERS): {unknown}")
     return sorted(targets, key=rank.__getitem__)

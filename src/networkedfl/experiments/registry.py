@@ -12,14 +12,23 @@ An :class:`Experiment` bundles what the pipeline needs to build one target:
   The pipeline makes them inputs of every job of the target, and ``run`` then receives them
   as a keyword argument ``inputs`` (a mapping from name to a path or a list of paths);
 * ``deviations``: the names of the deviations from the paper that the target depends on
-  (headings of ``docs/deviations/<paper>.md``, see :mod:`.deviations`).
+  (headings of ``docs/deviations/<paper>.md``, see :mod:`.deviations`);
+* ``order``, ``schema``, ``caches``, ``ablation_of``, ``figure``: its place among its paper's
+  targets, the schema block of its config, the cached artefacts it reads, the targets it
+  ablates and the function that draws its figure.
 
-Experiments are configuration: targets that differ only in parameters share one ``run``.
+The registry is the only written list of targets: the config schema's target ids and
+per-target blocks (:func:`networkedfl.pipeline.config.validate_config` adds them when it
+validates), the papers' target lists (:mod:`.papers`), ``docs/targets.md`` and the target
+column of ``docs/deviations/README.md`` (written by :mod:`.lists`) are made from it, and the
+workflow asks it which caches a target reads. Experiments are configuration: targets that
+differ only in parameters share one ``run``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -129,6 +138,24 @@ class Experiment:
     #: Run all settings of a repetition set in one pipeline job (start-up paid once; for
     #: targets whose settings take seconds), not one job per setting; the results are the same.
     group_settings: bool = False
+    #: The target's place among its paper's targets (:attr:`paper`): the paper's order of
+    #: figures and tables, targets that are not in the paper after them. The gallery,
+    #: ``claims.md``, the index page and ``docs/targets.md`` list targets in this order
+    #: (:func:`.papers.ordered_targets`); a new target between two takes a number between theirs.
+    order: float = math.inf
+    #: The block under ``$defs`` of ``workflow/schemas/config.schema.yaml`` that the target's
+    #: config block (``config['experiments'][id]``) is validated against.
+    schema: str = ""
+    #: The cached artefacts its jobs read, by the cache's name in ``workflow/rules/cache.smk``
+    #: (``mnist_graph``: the graphs it names must be defined under ``config['mnist_graphs']``).
+    caches: tuple[str, ...] = ()
+    #: The targets whose settings this one switches one option at a time (an ablation: the
+    #: gallery writes its table as Markdown).
+    ablation_of: tuple[str, ...] = ()
+    #: The function of ``networkedfl.experiments.<paper>.figures`` that draws the figure its
+    #: notebook shows (``report.show_figure(figures.<figure>(...))``); by default the id
+    #: without its paper's prefix (``fig13_star_lambda``); none for a table.
+    figure: str = ""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.deviations) - set(DEVIATIONS))
@@ -136,10 +163,17 @@ class Experiment:
             raise ValueError(f"experiment {self.id!r}: unknown deviations {unknown} "
                              "(the names are the headings of docs/deviations/<paper>.md)")
         object.__setattr__(self, "deviations", tuple(d for d in DEVIATIONS if d in set(self.deviations)))
+        if self.has_figure and not self.figure:
+            object.__setattr__(self, "figure", self.id.partition("_")[2])
 
     @property
     def has_figure(self) -> bool:
         return self.kind in ("figure", "diagram")
+
+    @property
+    def paper(self) -> str:
+        """The key of the paper it reproduces: its id's prefix (``<paper>_<fig|table><n>_<what>``)."""
+        return self.id.split("_", 1)[0]
 
 
 EXPERIMENTS: dict[str, Experiment] = {}
@@ -159,7 +193,7 @@ def register_target(
 ) -> Experiment:
     """Register the target ``id`` whose ``run`` takes the target's id as ``experiment_id``
     (its random streams are keyed by it); ``fields`` are the other fields of
-    :class:`Experiment` (settings, inputs, method_names, deviations)."""
+    :class:`Experiment` (order, schema, settings, inputs, method_names, deviations, ...)."""
     return register(Experiment(id=id, kind=kind, source=source, title=title,
                                run=partial(run, experiment_id=id), claims=claims, **fields))
 

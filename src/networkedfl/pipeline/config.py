@@ -23,7 +23,7 @@ from ._yaml import (
 )
 
 __all__ = ["MAX_GRID_POINTS", "MAX_YAML_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_VALUES", "OVERLAYS", "ConfigError",
-           "check_command_line", "deep_merge", "load_config", "merge_overlays", "read_yaml",
+           "check_command_line", "deep_merge", "load_config", "load_schema", "merge_overlays", "read_yaml",
            "type_command_line_values", "validate_config"]
 
 #: The config key naming overlay files the workflow reads itself (``--config overlays=<file>``).
@@ -54,6 +54,25 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{_location(error)}: {error.message}"
 
 
+def load_schema(schema_path: str | os.PathLike) -> dict[str, Any]:
+    """The config schema with the registry's targets: the file holds the blocks (``$defs``),
+    the registry (:data:`networkedfl.experiments.EXPERIMENTS`) which targets there are, so
+    ``$defs.target_id`` gets the registered ids as its ``enum`` and ``experiments`` one
+    property per target, the block its ``Experiment.schema`` names."""
+    from ..experiments import EXPERIMENTS
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    defs = schema.setdefault("$defs", {})
+    missing = {target: e.schema for target, e in EXPERIMENTS.items() if e.schema not in defs}
+    if missing:
+        raise ConfigError(f"{schema_path}: registered targets name config blocks (Experiment.schema) that are not "
+                          f"under its $defs: {missing}")
+    defs["target_id"] = {**defs.get("target_id", {}), "enum": list(EXPERIMENTS)}
+    schema["properties"]["experiments"]["properties"] = {
+        target: {"$ref": f"#/$defs/{e.schema}"} for target, e in EXPERIMENTS.items()}
+    return schema
+
+
 def validate_config(
     config: Mapping[str, Any], schema_path: str | os.PathLike, command_line: Mapping[str, Any] | None = None
 ) -> None:
@@ -62,7 +81,7 @@ def validate_config(
     ``command_line``: the values given with Snakemake's ``--config``; an error then also shows
     them as the overlay file that sets them (``--configfile``), which types every value as
     written."""
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    schema = load_schema(schema_path)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
     lines = _non_finite_errors(config) + [_describe(e) for e in errors]

@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -81,6 +81,18 @@ def job_settings(config: Mapping[str, Any], target: str) -> list[str]:
     return [join_setting(v, s) for v in names for s in experiment.settings(variant_params(params, v))]
 
 
+def _variant_view(config: Mapping[str, Any], target: str,
+                  setting: str | None = None) -> tuple[dict[str, Any], str | None, str | None]:
+    """``(parameters, variant, own setting)`` of the job of ``setting`` (``<variant>.<setting>``
+    for a target with variants): the target's block with the variant's overrides merged, before
+    any tuning; without ``setting`` the base parameters. Every job's parameters come from here."""
+    params = config["experiments"][target]
+    if setting is None:
+        return variant_params(params, None), None, None
+    variant, own = split_setting(params, setting)
+    return variant_params(params, variant), variant, own
+
+
 def job_inputs(config: Mapping[str, Any], target: str, setting: str | None = None) -> dict[str, str | list[str]]:
     """The files the jobs of ``target`` read, by name (empty for synthetic experiments).
 
@@ -91,9 +103,7 @@ def job_inputs(config: Mapping[str, Any], target: str, setting: str | None = Non
     experiment = get_experiment(target)
     if experiment.inputs is None:
         return {}
-    params = config["experiments"][target]
-    variant = None if setting is None else split_setting(params, setting)[0]
-    return dict(experiment.inputs(variant_params(params, variant)))
+    return dict(experiment.inputs(_variant_view(config, target, setting)[0]))
 
 
 def _missing(inputs: Mapping[str, str | list[str]]) -> list[str]:
@@ -126,22 +136,20 @@ def job_params(config: Mapping[str, Any], target: str, setting: str) -> dict[str
 def tuning_jobs(config: Mapping[str, Any], target: str) -> list[tuple[str, int]]:
     """``(setting, point)`` of every grid point ``target`` tunes (none without a tuning
     grid); the pipeline runs the points of one setting in one job (:func:`tuning_settings`)."""
-    params = config["experiments"][target]
     jobs = []
     for setting in job_settings(config, target):
-        variant, own = split_setting(params, setting)
-        jobs += [(setting, k) for k in range(len(grid_points(variant_params(params, variant), own)))]
+        params, _, own = _variant_view(config, target, setting)
+        jobs += [(setting, k) for k in range(len(grid_points(params, own)))]
     return jobs
 
 
 def tuning_spec(config: Mapping[str, Any], target: str, setting: str, point: int) -> dict[str, Any]:
     """What one tuning job depends on (:func:`~networkedfl.experiments.tuning.point_spec`),
     plus its ``variant`` and the experiment's own ``setting``."""
-    params = config["experiments"][target]
     if setting not in job_settings(config, target):
         raise ValueError(f"{target} has no setting {setting!r}; settings: {job_settings(config, target)}")
-    variant, own = split_setting(params, setting)
-    return {**point_spec(variant_params(params, variant), own, int(point)), "variant": variant, "setting": own}
+    params, variant, own = _variant_view(config, target, setting)
+    return {**point_spec(params, own, int(point)), "variant": variant, "setting": own}
 
 
 def tuning_settings(config: Mapping[str, Any], target: str) -> list[str]:
@@ -258,6 +266,49 @@ def run_tuning_job(target: str, spec: Mapping[str, Any], base_seed: int,
     return tag_variant(table, spec.get("variant"))
 
 
+class _Job(NamedTuple):
+    """One job's view of its target, read from the config once (:func:`_prepare`): the
+    parameters of its variant with the tuned values applied, the experiment's own setting,
+    the base seed and the input files a run is given."""
+
+    experiment: Any
+    target: str
+    setting: str
+    variant: str | None
+    own_setting: str
+    params: dict[str, Any]
+    base_seed: int
+    extra: dict[str, Any]
+
+
+def _prepare(config: Mapping[str, Any], target: str, setting: str,
+             inputs: Mapping[str, str | list[str]] | None, tuning: Sequence[pd.DataFrame] | None) -> _Job:
+    """Read ``target``'s parameters once for the job of ``setting`` (every seed it runs)."""
+    experiment = get_experiment(target)
+    settings = job_settings(config, target)
+    if setting not in settings:
+        raise ValueError(f"{target} has no setting {setting!r}; settings: {settings}")
+    params, variant, own_setting = _variant_view(config, target, setting)
+    params = tuned_params(params, own_setting, tuning)
+    extra = _input_kwargs(experiment, target, inputs, lambda: job_inputs(config, target, setting))
+    return _Job(experiment, target, setting, variant, own_setting, params, int(config["seed"]), extra)
+
+
+def _run_seed(job: _Job, seed: int) -> pd.DataFrame:
+    """The tidy records of one repetition ``seed`` of a prepared job."""
+    start = time.perf_counter()
+    log.info("running %s, setting %s, seed %s", job.target, job.setting, seed)
+    try:
+        table = job.experiment.run(job.params, job.own_setting, int(seed), job.base_seed, **job.extra)
+    except NonFiniteError as err:  # name the job: the algorithm knows only rounds and clients
+        raise RuntimeError(f"{job.target}, setting {job.setting!r}, seed {seed} diverged: {err}") from err
+    _check_finite_values(table, f"{job.target}, setting {job.setting!r}, seed {seed}")
+    table = tag_variant(table, job.variant)
+    log.info("finished %s/%s/seed-%s: %d rows in %.1f s", job.target, job.setting, seed, len(table),
+             time.perf_counter() - start)
+    return table
+
+
 def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
             inputs: Mapping[str, str | list[str]] | None = None,
             tuning: Sequence[pd.DataFrame] | None = None) -> pd.DataFrame:
@@ -268,24 +319,7 @@ def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
     the tables of the setting's tuning jobs when its method is tuned (the chosen point's
     values replace the configured ones, :func:`~networkedfl.experiments.tuning.tuned_params`).
     """
-    experiment = get_experiment(target)
-    settings = job_settings(config, target)
-    if setting not in settings:
-        raise ValueError(f"{target} has no setting {setting!r}; settings: {settings}")
-    variant, own_setting = split_setting(config["experiments"][target], setting)
-    params = tuned_params(variant_params(config["experiments"][target], variant), own_setting, tuning)
-    extra = _input_kwargs(experiment, target, inputs, lambda: job_inputs(config, target, setting))
-    start = time.perf_counter()
-    log.info("running %s, setting %s, seed %s", target, setting, seed)
-    try:
-        table = experiment.run(params, own_setting, int(seed), int(config["seed"]), **extra)
-    except NonFiniteError as err:  # name the job: the algorithm knows only rounds and clients
-        raise RuntimeError(f"{target}, setting {setting!r}, seed {seed} diverged: {err}") from err
-    _check_finite_values(table, f"{target}, setting {setting!r}, seed {seed}")
-    table = tag_variant(table, variant)
-    log.info("finished %s/%s/seed-%s: %d rows in %.1f s", target, setting, seed, len(table),
-             time.perf_counter() - start)
-    return table
+    return _run_seed(_prepare(config, target, setting, inputs, tuning), int(seed))
 
 
 def _check_finite_values(table: pd.DataFrame, job: str) -> None:
@@ -307,11 +341,10 @@ def _check_finite_values(table: pd.DataFrame, job: str) -> None:
 def tuning_table(config: Mapping[str, Any], target: str,
                  tables: Mapping[str, Sequence[pd.DataFrame]]) -> pd.DataFrame | None:
     """The ``tuning_`` rows of ``target``'s table from its tuning jobs' tables by setting."""
-    params = config["experiments"][target]
     parts = []
     for setting, results in tables.items():
-        variant, own = split_setting(params, setting)
-        parts.append(tag_variant(tuning_rows(variant_params(params, variant), own, results), variant))
+        params, variant, own = _variant_view(config, target, setting)
+        parts.append(tag_variant(tuning_rows(params, own, results), variant))
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
@@ -319,7 +352,7 @@ def run_setting(config: Mapping[str, Any], target: str, setting: str, seed_list:
                 inputs: Mapping[str, str | list[str]] | None = None,
                 tuning: Sequence[pd.DataFrame] | None = None) -> pd.DataFrame:
     """The records of one setting's pipeline job: :func:`run_job` for every repetition seed,
-    in order, one process for all of them.
+    in order, one process for all of them, the target's parameters read once.
 
     Every seed's table is taken as its CSV text reads back (:func:`~networkedfl.io.write_csv`'s
     format) before they are concatenated, so the target's table is the one that one file per
@@ -328,9 +361,9 @@ def run_setting(config: Mapping[str, Any], target: str, setting: str, seed_list:
     if not len(seed_list):
         raise ValueError(f"{target}, setting {setting!r}: no repetition seed (repetitions must be >= 1)")
     log.info("running %s, setting %s, seeds %s", target, setting, ", ".join(str(int(s)) for s in seed_list))
-    frames = []
+    job, frames = _prepare(config, target, setting, inputs, tuning), []  # the parameters read once
     for seed in seed_list:
-        text = run_job(config, target, setting, int(seed), inputs, tuning).to_csv(index=False, float_format="%.17g")
+        text = _run_seed(job, int(seed)).to_csv(index=False, float_format="%.17g")
         frames.append(pd.read_csv(io.StringIO(text)))
     return pd.concat(frames, ignore_index=True)
 

@@ -1,5 +1,7 @@
 """Every registered target belongs to exactly one paper, listed in the paper's order."""
 
+import math
+
 import pytest
 
 from networkedfl.experiments import EXPERIMENTS
@@ -12,6 +14,14 @@ def test_every_registered_target_is_listed_once_under_its_paper():
     assert len(listed) == len(set(listed))
     for paper in PAPERS:
         assert all(t.startswith(f"{paper.key}_") for t in paper.targets)
+
+
+def test_every_target_has_a_place_of_its_own_in_its_paper():
+    """Registered with a finite ``order``, no two targets of a paper at the same place."""
+    for paper in PAPERS:
+        orders = [EXPERIMENTS[t].order for t in paper.targets]
+        assert all(math.isfinite(o) for o in orders), paper.key
+        assert len(set(orders)) == len(orders), paper.key
 
 
 def test_targets_sort_in_the_papers_order():

@@ -75,6 +75,18 @@ _PAPER_SCALE = {
     "fedrelax_fig05b_variation_connectivity": _RUNS_SCALE,
 }
 
-for _id, _source, _title, _run, _claims, _deviations in _TARGETS:
+#: The function of .figures that draws each target's figure (Experiment.figure).
+_FIGURE = {"fedrelax_fig01a_dm_ratio": "plot_dm_ratio", "fedrelax_fig01b_convergence": "plot_convergence",
+           "fedrelax_fig01c_baselines": "plot_baselines", "fedrelax_fig02a_trees_dm": "plot_tree_ratio",
+           "fedrelax_fig02b_trees_noise": "plot_tree_ratio", "fedrelax_fig03_noniid_linear": "plot_noniid",
+           "fedrelax_fig04_noniid_trees": "plot_noniid", "fedrelax_fig05a_variation_noise": "plot_variation",
+           "fedrelax_fig05b_variation_connectivity": "plot_variation"}
+#: The schema block of each run's config (Experiment.schema).
+_SCHEMA = {run_linear_final: "fedrelax_linear", run_linear_convergence: "fedrelax_linear",
+           run_baselines: "fedrelax_baselines", run_trees: "fedrelax_trees", run_variation: "fedrelax_variation"}
+
+# in the paper's order (Experiment.order)
+for _order, (_id, _source, _title, _run, _claims, _deviations) in enumerate(_TARGETS, 1):
     register_target(_id, "figure", _source, _title, _run, _claims, settings=single_job,
-                    deviations=_deviations, paper_scale=_PAPER_SCALE.get(_id, {}))
+                    deviations=_deviations, paper_scale=_PAPER_SCALE.get(_id, {}), order=_order,
+                    schema=_SCHEMA[_run], figure=_FIGURE[_id])

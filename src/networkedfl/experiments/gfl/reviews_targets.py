@@ -17,6 +17,7 @@ register_target(
     "Statistics of the 16 review domains: recomputed from the corpus beside the published values",
     run_review_stats, review_stats_claims, inputs=review_stats_inputs,
     deviations=("claims-means", "table-10-2-tokenisation", "corpus-encodings"),
+    order=6, schema="review_stats",
 )
 register_target(
     "gfl_fig10_4_reviews_nlp", "figure", "chapter, Fig 10.4",
@@ -38,4 +39,5 @@ register_target(
         "test_documents": "all 400 test reviews per domain (EXPERIMENTS.md's paper profile) [choice]",
         "repetitions": "not stated [paper] (figure: one curve per method)",
     },
+    order=5, schema="reviews_nlp",
 )

@@ -27,17 +27,20 @@ register_target(
     deviations=(*_SYNTHETIC, *_DFL, "fig10-1-step-size", "standardised-labels", "fig10-1-horizon"),
     paper_scale={"repetitions": "not stated [paper]; 5 (EXPERIMENTS.md) [choice]",
                  "lr_scale": "15, i.e. alpha^t = 15/sqrt(t) [paper] (diverges: tuned)"},
+    order=1, schema="gfl_dfl",
 )
 register_target(
     "gfl_fig10_2_homologous_graphs", "diagram", "chapter, Fig 10.2",
     "Homologous graph generation and data synthesis: mixture, train and test 4-NN graphs, "
     "ground-truth weights",
     run_homologous_graphs, homologous_graphs_claims, deviations=(*_SYNTHETIC, "homologous-graphs"),
+    order=2, schema="gfl_synthetic_view",
 )
 register_target(
     "gfl_table10_1_settings", "table", "chapter, Table 10.1",
     "Synthetic experiment settings, emitted from the configuration of gfl_fig10_3_synthetic",
     run_settings_table, settings_table_claims, deviations=(*_SYNTHETIC, "homologous-graphs"),
+    order=3, schema="gfl_synthetic_view",
 )
 register_target(
     "gfl_fig10_3_synthetic", "figure", "chapter, Fig 10.3",
@@ -46,4 +49,5 @@ register_target(
     deviations=(*_SYNTHETIC, *_DFL, "fesem", "bigfl", "homologous-graphs", "fig10-3-parameters",
                 "fig10-3-validation"),
     paper_scale={"repetitions": "not stated [paper]; 5 (EXPERIMENTS.md) [choice]"},
+    order=4, schema="gfl_synthetic",
 )

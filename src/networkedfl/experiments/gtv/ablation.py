@@ -221,4 +221,5 @@ register(Experiment(
                 "mocha-dual-step", "parameter-mse", "sbm-iterations", "sbm-sampler", "sampling-set",
                 "claims-means", "memory-layout", "ifca-linear", "table1-fig02-setup",
                 "linear-test-profile"),
+    order=17, schema="quirk_ablation", ablation_of=("gtv_fig09_sbm_sampling", "gtv_table1_highdim_sbm"),
 ))

@@ -41,10 +41,12 @@ _ROUNDS = "100 [official code] (rounds 0-49 plotted)"
 _EPOCHS = "400 [official code] (epochs 0-49 plotted)"
 
 
-def _figure(eid: str, source: str, title: str, claims, *deviations: str, paper_scale=None) -> Experiment:
+def _figure(eid: str, source: str, title: str, claims, *deviations: str, order: float,
+            paper_scale=None) -> Experiment:
     return register_target(eid, "figure", source, title, run_mnist, claims, settings=mnist_settings,
                            inputs=mnist_inputs, deviations=(*_FIGURE, *deviations),
-                           paper_scale={**_SEEDS, **_ALG1, **(paper_scale or {})})
+                           paper_scale={**_SEEDS, **_ALG1, **(paper_scale or {})},
+                           order=order, schema="mnist_experiment", caches=("mnist_graph",))
 
 
 register_target(
@@ -52,19 +54,21 @@ register_target(
     "The digits of the five MNIST clusters (read from gtv_fig07's graph)",
     run_mnist_table2, mnist_table2_claims, inputs=_table2_inputs,
     deviations=(*MNIST_DATA_DEVIATIONS, "mnist-claims"),
+    order=8, schema="mnist_table2", caches=("mnist_graph",),
 )
 _figure("gtv_fig05_mnist_lambda", "GTV Fig. 5",
         "MNIST, two clusters: validation accuracy vs iteration of Alg. 1, per lambda",
-        mnist_lambda_claims, "fig05-lambdas")
+        mnist_lambda_claims, "fig05-lambdas", order=6)
 _figure("gtv_fig06_mnist_methods", "GTV Fig. 6",
         "MNIST, two clusters: Alg. 1 vs IFCA, pFedMe, local SGD (and FedAvg)",
         partial(mnist_method_claims, baselines=("ifca", "pfedme", "local_sgd")), "mnist-baselines",
         paper_scale={"methods.ifca.rounds": _ROUNDS, "methods.local_sgd.epochs": _EPOCHS,
-                     "variants.paper.methods.fedavg.rounds": "100 [EXPERIMENTS.md choice, as IFCA]"})
+                     "variants.paper.methods.fedavg.rounds": "100 [EXPERIMENTS.md choice, as IFCA]"},
+        order=7)
 _figure("gtv_fig07_mnist_five_clusters", "GTV Fig. 7",
         "MNIST, five clusters: Alg. 1 vs IFCA (the notebook's 2 models; the paper variant 5) and local SGD",
         partial(mnist_method_claims, baselines=("ifca", "local_sgd")), "mnist-baselines",
-        paper_scale={"methods.ifca.rounds": _ROUNDS, "methods.local_sgd.epochs": _EPOCHS})
+        paper_scale={"methods.ifca.rounds": _ROUNDS, "methods.local_sgd.epochs": _EPOCHS}, order=9)
 register(Experiment(
     id="gtv_mnist_step_scan", kind="figure", source="GTV Fig. 6 (issue 16; not in the paper)",
     title="MNIST, two clusters: Alg. 1 (paper variant, lambda = 1) with tau = c/deg, sigma = 0.45/c",
@@ -73,6 +77,7 @@ register(Experiment(
     claims=step_scan_claims, settings=mnist_settings, inputs=mnist_inputs,
     deviations=(*MNIST_TRAINING_DEVIATIONS, "mnist-claims"),
     paper_scale={"methods.c_*.n_iter": "70 [official code] (the notebooks' K; iterations 0-49 plotted)"},
+    order=19, schema="mnist_experiment", caches=("mnist_graph",), figure="step_scan",
 ))
 register(Experiment(
     id="gtv_quirk_ablation_mnist", kind="figure", source="GTV Fig. 6 (issue 16; not in the paper)",
@@ -82,4 +87,5 @@ register(Experiment(
     deviations=tuple(d for d in (*_FIGURE, "mnist-baselines") if d != "mnist-claims"),
     paper_scale={"cases.fig06.methods.primal_dual.n_iter": _ALG1["methods.primal_dual.n_iter"],
                  "cases.fig06.methods.ifca.rounds": _ROUNDS},
+    order=18, schema="quirk_ablation", caches=("mnist_graph",), ablation_of=("gtv_fig06_mnist_methods",),
 ))
