@@ -18,8 +18,9 @@ from networkedfl.io import path_replacements, redact_notebook, redact_paths
 REPO = Path(__file__).resolve().parents[3]
 BUILDER = os.sep + os.path.join("work", "build", "repo")  # a checkout on some builder's disk
 VENV = os.path.join(BUILDER, ".venv")
-#: An absolute path into a user's or a scratch directory of the machine that wrote the file.
-MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:root|home|work|tmp|Users)(?:/|\b)")
+#: An absolute path into a user's or a scratch directory of the machine that wrote the file
+#: (the directories' bare names, as in this sentence, are no path of a machine).
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:root|home|work|tmp|Users)/[^\s/`'\"]")
 
 
 def test_the_checkout_becomes_dot_and_a_venv_inside_it_venv():
