@@ -223,6 +223,8 @@ def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, bu
         assert all(e["detail"].replace("|", "\\|").replace("\n", " ") in claims for e in entries), target
     tuning = (built / "docs" / "gallery" / "tuning.md").read_text()
     assert all(f"## `{t}`" in tuning for t in TUNED) and "**chosen**" in tuning
+    for copy in (built / "docs" / "gallery" / "notebooks").glob("*.ipynb"):  # committed: no path of the machine
+        assert _machine_paths(copy.read_text(encoding="utf-8"), built, repo) == [], copy.name
 
 
 def _report_contents(path):
