@@ -42,9 +42,11 @@ def path_replacements(roots: Iterable[str | Path] = ()) -> dict[str, str]:
     pairs = [(root, ".") for root in roots]
     if sys.prefix != sys.base_prefix:
         pairs.append((sys.prefix, "<venv>"))
-    pairs += [(tempfile.gettempdir(), "<tmp>"), (Path.home(), "~")]
+    pairs += [(tempfile.gettempdir(), "<tmp>"), (os.path.expanduser("~"), "~")]
     table: dict[str, str] = {}
     for path, stand_in in pairs:
+        if not os.path.isabs(path):  # no home known: "~" stays "~"
+            continue
         for spelling in _spellings(path):
             if spelling != os.sep:  # "/" is the prefix of everything
                 table.setdefault(spelling, stand_in)
