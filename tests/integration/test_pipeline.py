@@ -36,7 +36,8 @@ def _machine_paths(text, *roots):
     prefixes = {*map(str, roots), *(os.path.realpath(r) for r in roots), str(Path.home())}
     if sys.prefix != sys.base_prefix:
         prefixes |= {sys.prefix, os.path.realpath(sys.prefix)}
-    return sorted(p for p in prefixes if re.search(re.escape(p) + r"(?![\w.-])", text))
+    # where a path starts (not inside a relative one, "../../checkout/notebooks/x.ipynb")
+    return sorted(p for p in prefixes if re.search(r"(?<![\w.~-])" + re.escape(p) + r"(?![\w.-])", text))
 
 
 # `built` (tests/conftest.py): the whole test profile, built once per session
