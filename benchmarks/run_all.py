@@ -171,6 +171,9 @@ def target_times(workdir: Path) -> list[TargetTime]:
 
 _SMK_STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d{2}:\d{2}:\d{2} \d{4})\]")
 _SMK_STEPS = re.compile(r"^(\d+) of (\d+) steps \((\d+)%\) done")
+#: the program of a recorded command, as the venv's absolute path (`.venv/bin/snakemake`, or its
+#: `snakemake/__main__.py` under `python -m`): written as `snakemake`
+_SMK_PROGRAM = re.compile(r"^\S*/snakemake(?:/__main__\.py)?(?=\s|$)")
 _SMK_ELAPSED = re.compile(r"^Elapsed time: (?:(\d+) days?, )?(\d+):(\d{2}):(\d{2}(?:\.\d+)?)")
 
 
@@ -183,7 +186,7 @@ def snakemake_runs(workdir: Path) -> list[dict]:
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             s = line.strip()
             if s.startswith("Command:"):
-                command = s.removeprefix("Command:").strip()
+                command = _SMK_PROGRAM.sub("snakemake", s.removeprefix("Command:").strip())
             elif m := _SMK_STEPS.match(s):
                 steps = (int(m.group(1)), int(m.group(2)))
             elif m := _SMK_ELAPSED.match(s):
@@ -667,8 +670,8 @@ def _label(workdir: Path) -> str:
         return "the repository root"
     try:
         return str(workdir.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(workdir)
+    except ValueError:  # not the checkout's path: the generated section is committed
+        return "the directory given by --workdir"
 
 
 def collect(args: argparse.Namespace) -> dict:
@@ -748,8 +751,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total {time.perf_counter() - t0:.1f} s")
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    if args.markdown is not None:
-        write_markdown(args.markdown, render(results, markdown=True))
+    if args.markdown is not None:  # committed: no path of this machine (the checkouts become ".")
+        from networkedfl.io import redact_paths
+
+        write_markdown(args.markdown, redact_paths(render(results, markdown=True), roots=[REPO, args.workdir]))
         print(f"wrote the generated section of {args.markdown}")
     return 0
 

@@ -112,6 +112,28 @@ def test_snakemake_runs(run_all, tmp_path):
     assert runs[0]["elapsed_s"] == pytest.approx(76.408004)
 
 
+def test_the_committed_section_names_no_path_of_the_machine(run_all, tmp_path, monkeypatch):
+    """Issue 41 item 5: the recorded command's program is `snakemake`, a run directory outside
+    the working directory is named by its option, and every other path of the machine is
+    redacted before the section is written."""
+    program = tmp_path / ".venv/lib/python3.11/site-packages/snakemake/__main__.py"
+    _log(tmp_path / ".snakemake/log/2026-11-24T142747.snakemake.log",
+         f"  Command: {program} --cores 2 gallery", "1 of 1 steps (100%) done", "Elapsed time: 0:00:05")
+    assert run_all.snakemake_runs(tmp_path)[0]["command"] == "snakemake --cores 2 gallery"
+    monkeypatch.chdir(tmp_path / ".snakemake")
+    assert run_all._label(tmp_path) == "the directory given by --workdir"
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{run_all.BEGIN_MARKER}\n{run_all.END_MARKER}\n")
+    machine = {"date": "d", "platform": "p", "processor": "x", "cpu_count": 2, "cpu_usable": 2, "python": "3",
+               "torch": "t", "numpy": "n", "scipy": "s", "torch_threads": 1}
+    logs = {"workdir_label": str(tmp_path / "logs"), "targets": [], "snakemake": []}
+    monkeypatch.setattr(run_all, "collect", lambda args: {"quick": True, "elapsed_s": 1.0, "machine": machine,
+                                                          "logs": logs})
+    assert run_all.main(["--only", "logs", "--workdir", str(tmp_path), "--markdown", str(readme)]) == 0
+    text = readme.read_text()
+    assert "job logs in ./logs)" in text and str(tmp_path) not in text
+
+
 def test_parse_primal_dual_table(run_all):
     out = "\n".join([
         "GTV primal-dual benchmark",

@@ -26,11 +26,25 @@ def _snakemake(repo, workdir, *args, timeout=900, configfiles=()):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def _machine_paths(text, *roots):
+    """The absolute paths of this machine in a rendered report (issue 41 item 5): the checkout's
+    and the working directory's, the venv's, the home's; base64 images aside (any four
+    characters can occur in one)."""
+    import re
+
+    text = re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,", text)
+    prefixes = {*map(str, roots), *(os.path.realpath(r) for r in roots), str(Path.home())}
+    if sys.prefix != sys.base_prefix:
+        prefixes |= {sys.prefix, os.path.realpath(sys.prefix)}
+    # where a path starts (not inside a relative one, "../../checkout/notebooks/x.ipynb")
+    return sorted(p for p in prefixes if re.search(r"(?<![\w.~-])" + re.escape(p) + r"(?![\w.-])", text))
+
+
 # `built` (tests/conftest.py): the whole test profile, built once per session
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_all_output_kinds_appear(built, target):
+def test_all_output_kinds_appear(repo, built, target):
     results = built / "results"
     table = pd.read_csv(results / "tables" / f"{target}.csv")
     assert {"metric", "value", "seed"} <= set(table.columns) and len(table) > 0
@@ -49,6 +63,7 @@ def test_all_output_kinds_appear(built, target):
         assert by_variant["published"] == by_variant["paper"] and by_variant["paper"]
     html = (results / "reports" / f"{target}.html").read_text()
     assert target in html and "Claims" in html
+    assert _machine_paths(html, built, repo) == []
     executed = json.loads((results / "reports" / f"{target}.ipynb").read_text())
     assert any(cell.get("outputs") for cell in executed["cells"] if cell["cell_type"] == "code")
     assert any("injected-parameters" in cell.get("metadata", {}).get("tags", []) for cell in executed["cells"])
@@ -209,6 +224,8 @@ def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, bu
         assert all(e["detail"].replace("|", "\\|").replace("\n", " ") in claims for e in entries), target
     tuning = (built / "docs" / "gallery" / "tuning.md").read_text()
     assert all(f"## `{t}`" in tuning for t in TUNED) and "**chosen**" in tuning
+    for copy in (built / "docs" / "gallery" / "notebooks").glob("*.ipynb"):  # committed: no path of the machine
+        assert _machine_paths(copy.read_text(encoding="utf-8"), built, repo) == [], copy.name
 
 
 def _report_contents(path):
@@ -277,6 +294,9 @@ def test_a_checkout_whose_path_has_a_space_and_a_dollar_renders_its_notebooks(re
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (checkout / "results" / "reports" / f"{target}.html").stat().st_size > 0
     assert (checkout / "results" / "figures" / f"{target}.png").stat().st_size > 0
+    for report in (f"{target}.html", f"{target}.ipynb"):  # no path of this machine; the table's relative
+        text = (checkout / "results" / "reports" / report).read_text(encoding="utf-8")
+        assert _machine_paths(text, checkout) == [] and f"./results/tables/{target}.csv" in text
 
 
 def test_moving_the_checkout_or_adding_a_mirror_reruns_nothing(repo, tmp_path):

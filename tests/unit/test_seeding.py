@@ -143,3 +143,45 @@ def test_numpy_and_scikit_learn_sources_are_accepted_too():
     assert as_rng(shared).random() != as_rng(shared).random()
     with pytest.raises(TypeError, match="random_state must be"):
         as_rng("0", name="random_state")
+
+
+#: Calls that seed a process-wide generator (torch's, NumPy's legacy one, the stdlib's):
+#: the package seeds nothing global (networkedfl.seeding), every draw takes its own source.
+GLOBAL_SEEDING = {("torch", "manual_seed"), ("torch", "random", "manual_seed"), ("torch", "cuda", "manual_seed"),
+                  ("torch", "cuda", "manual_seed_all"), ("torch", "seed"), ("np", "random", "seed"),
+                  ("numpy", "random", "seed"), ("random", "seed")}
+
+
+def _dotted(node) -> tuple[str, ...]:
+    """``torch.random.manual_seed`` as ``("torch", "random", "manual_seed")``; () for a call on
+    anything but a name (``torch.Generator().manual_seed``: a generator of its own)."""
+    import ast
+
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return (node.id, *reversed(parts)) if isinstance(node, ast.Name) else ()
+
+
+def test_no_module_of_the_package_seeds_a_global_generator():
+    """Issue 43 item 3: no ``torch.manual_seed`` (nor NumPy's or the stdlib's global seeding)
+    anywhere in src/; a call through an alias (``from torch import manual_seed``) counts too."""
+    import ast
+    from pathlib import Path
+
+    found = []
+    for path in sorted(Path(networkedfl.__file__).parent.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = {a.asname or a.name: (node.module, a.name) for node in ast.walk(tree)
+                   if isinstance(node, ast.ImportFrom) and node.module for a in node.names}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = _dotted(node.func)
+                if name and name[0] in aliases:
+                    module, attr = aliases[name[0]]
+                    name = (*module.split("."), attr, *name[1:])
+                if name in GLOBAL_SEEDING:
+                    found.append(f"{path.relative_to(Path(networkedfl.__file__).parents[1])}:{node.lineno} "
+                                 f"{'.'.join(name)}")
+    assert not found, found

@@ -2,16 +2,18 @@
 ablations' tables, every figure's PNG and every executed notebook."""
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _job  # noqa: E402
+import nbformat  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from networkedfl.experiments.report import table_view  # noqa: E402
-from networkedfl.io import atomic_write  # noqa: E402
+from networkedfl.io import atomic_write, redact_notebook  # noqa: E402
 from networkedfl.pipeline.summary import (  # noqa: E402
     ablation_markdown,
     claims_markdown,
@@ -28,9 +30,13 @@ def write_text(path, text):
     atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
-for source, copy in [*zip(inputs.figures, outputs.images, strict=True),
-                     *zip(inputs.notebooks, outputs.notebooks, strict=True)]:
+for source, copy in zip(inputs.figures, outputs.images, strict=True):
     atomic_write(copy, lambda tmp, source=source: shutil.copyfile(source, tmp))
+# committed: redacted again, for a notebook executed before render_notebook.py redacted its own
+roots = [os.getcwd(), Path(snakemake.scriptdir).resolve().parents[1]]  # noqa: F821
+for source, copy in zip(inputs.notebooks, outputs.notebooks, strict=True):
+    text = nbformat.writes(redact_notebook(nbformat.read(source, as_version=nbformat.NO_CONVERT), roots=roots))
+    write_text(copy, text)
 claims = {target: json.loads(Path(path).read_text(encoding="utf-8"))
           for target, path in zip(params.targets, inputs.claims, strict=True)}
 tables = {target: table_view(target, pd.read_csv(path)) for target, path in zip(params.tables, inputs.tables, strict=True)}

@@ -10,7 +10,7 @@ import nbformat  # noqa: E402
 import papermill  # noqa: E402
 import yaml  # noqa: E402
 
-from networkedfl.io import atomic_write  # noqa: E402
+from networkedfl.io import atomic_write, redact_notebook  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 
 log = _job.start(snakemake)  # noqa: F821
@@ -23,6 +23,10 @@ parameters.update({f"figure_{ext}": os.path.abspath(getattr(snakemake.output, ex
 # no output path: papermill returns the executed notebook, written here in one rename
 executed = papermill.execute_notebook(snakemake.input.notebook, None, parameters=parameters,  # noqa: F821
                                       progress_bar=False)
+# no path of this machine in the report: the working directory and the checkout become ".", the
+# venv "<venv>", the home "~" (papermill's parameters, the header's table path, warnings' sources)
+checkout = Path(snakemake.scriptdir).resolve().parents[1]  # noqa: F821
+executed = redact_notebook(executed, roots=[os.getcwd(), checkout])
 atomic_write(snakemake.output.notebook,  # noqa: F821
              lambda tmp: Path(tmp).write_text(nbformat.writes(executed), encoding="utf-8"))
 log.info("executed %s into %s", snakemake.input.notebook, snakemake.output.notebook)  # noqa: F821

@@ -4,7 +4,9 @@
 its helpers write through a temporary file and a rename, so a reader never sees a partial
 file, and keep the last good copy in ``.previous/``; an artefact read back that is not
 what was written raises :class:`CorruptArtefactError`, naming it and the command that
-rebuilds it; :func:`write_npz` writes ``.npz`` files whose bytes depend on their content.
+rebuilds it; :func:`write_npz` writes ``.npz`` files whose bytes depend on their content;
+:func:`redact_paths` and :func:`redact_notebook` take the build machine's absolute paths out of
+what the pipeline renders.
 """
 
 from ._artefacts import (
@@ -30,6 +32,7 @@ from ._atomic import (
     write_json,
 )
 from ._paths import Paths, dataset_sources, find_repo_root, vendored_dataset
+from ._redact import path_replacements, redact_notebook, redact_paths
 
 __all__ = [
     "atomic_write",
@@ -40,11 +43,14 @@ __all__ = [
     "keep_previous",
     "last_good",
     "npz_problem",
+    "path_replacements",
     "Paths",
     "PAUSE_ENV",
     "previous_path",
     "read_npz",
     "record_command",
+    "redact_notebook",
+    "redact_paths",
     "REPAIR_ENV",
     "repair_command",
     "shared_file_mode",

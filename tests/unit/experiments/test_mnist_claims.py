@@ -142,3 +142,50 @@ def test_ablation_checks_are_diagnostics_on_paired_seeds():
     assert verdicts(mnist_ablation_claims(same, params))[1:] == [INCONCLUSIVE, INCONCLUSIVE]
     missing = table[table["switch"] != "methods.primal_dual.prox_scale"]
     assert mnist_ablation_claims(missing, params)[0].verdict == FAILS
+
+
+def _linear_ablation_table() -> pd.DataFrame:
+    """gtv_quirk_ablation's table in small: case table1, its three switches, five seeds."""
+    rows = [{"case": "table1", "switch": switch, "method": method, "penalty": penalty, "seed": seed,
+             "metric": "label_mse", "value": 0.01 * (3.0 if switch == "published" else 1.0) * (1 + d) * (1 + d * k)}
+            for switch in ("published", "loss_scale", "paper")
+            for k, (method, penalty) in enumerate((("primal_dual", "l1"), ("ifca", "none")))
+            for seed, d in enumerate(NOISE)]
+    return pd.DataFrame(rows)
+
+
+SWITCHED = "[diagnostic] every notebook option of each case's published variant is switched on its own"
+
+
+@pytest.mark.parametrize("target", ["gtv_quirk_ablation", "gtv_quirk_ablation_mnist"])
+def test_the_twin_ablation_checks_give_what_they_gave_before_they_were_merged(target):
+    """Issue 43 item 2: one helper (ablation.switches_ran) checks the switches of both ablations;
+    their claims are those each target gave before (text, verdict, detail), complete or not."""
+    from networkedfl.experiments.gtv.ablation import ablation_claims
+
+    if target == "gtv_quirk_ablation":
+        evaluate, dropped, noun = ablation_claims, "loss_scale", "runs"
+        params = {"cases": {"table1": {"variants": {"published": {"loss_scale": "sum"}, "paper": {}}}}}
+        table, missing = _linear_ablation_table(), "table1.loss_scale"
+        rest = [("[diagnostic] table1: the published and paper variants give different headline numbers (label MSE)",
+                 HOLDS, "2 cases (1 holds, 1 fails at 95 %; holds need 97.5 %); deciding: published above paper: "
+                 "published / paper 3 [3, 3] (5 seeds); others: published below paper: published / paper 3 [3, 3] "
+                 "(5 seeds)")]
+    else:
+        evaluate, dropped, noun = mnist_ablation_claims, "methods.primal_dual.prox_scale", "jobs"
+        params = {"cases": {"fig06": {"methods": {"primal_dual": {}}, "variants": {"published": {"methods": {
+            "primal_dual": {"prox_scale": 0.0}}}}}}}
+        table = ablation_table([0.95 + d / 3 for d in NOISE], [0.7 + d for d in NOISE], [0.72 + d for d in NOISE])
+        missing = "fig06.methods.primal_dual.prox_scale"
+        rest = [("[diagnostic] fig06: the published and paper variants end at different accuracies (Alg. 1)", HOLDS,
+                 "1 case (1 holds at 95 %); deciding: Alg. 1: accuracy at 9: published - paper 0.23 [0.209, 0.251] "
+                 "(5 seeds)"),
+                ("[diagnostic] fig06: the proximal term taken back to the paper's alone lowers Alg. 1's accuracy at "
+                 "iteration 9", HOLDS, "published vs prox_scale -> paper: accuracy at 9: published - prox_scale "
+                 "switched 0.25 [0.229, 0.271] (5 seeds)")]
+    for rows, first in ((table, (SWITCHED, HOLDS, f"3 (case, switch) {noun}")),
+                        (table[table["switch"] != dropped], (SWITCHED, FAILS, f"missing: {missing}"))):
+        claims = evaluate(rows, params)
+        assert [(c.claim, c.verdict, c.detail) for c in claims] == [first, *rest[:len(claims) - 1]]
+        assert (claims[0].kind, claims[0].interval, claims[0].n_seeds) == ("diagnostic", "exact (no sampling noise)",
+                                                                           None)

@@ -38,7 +38,7 @@ from .mnist import ALL_METHODS, run_mnist
 from .mnist_graph import graph_file, graph_names, mnist_train_files
 
 __all__ = ["ablation_claims", "ablation_inputs", "ablation_settings", "ablation_switches", "headline_per_seed",
-           "run_quirk_ablation", "source_rows", "switched_params"]
+           "run_quirk_ablation", "source_rows", "switched_params", "switches_ran"]
 
 Params = Mapping[str, Any]
 
@@ -183,17 +183,23 @@ def headline_per_seed(table: pd.DataFrame) -> pd.DataFrame:
         columns=["case", "switch", "seed", "value", "quantity"])
 
 
+def switches_ran(table: pd.DataFrame, params: Params, unit: str) -> Claim:
+    """The check both ablations open with (linear and MNIST): every (case, switch) of
+    :func:`ablation_switches` has rows in ``table``; the detail counts them in ``unit``
+    (``runs``, ``jobs``) or names the missing ones."""
+    expected = {(c, s) for c, case in params["cases"].items() for s in ablation_switches(case)}
+    missing = sorted(expected - set(zip(table["case"], table["switch"], strict=True)))
+    return exact("[diagnostic] every notebook option of each case's published variant is switched on its own",
+                 not missing, "missing: " + ", ".join(f"{c}.{s}" for c, s in missing) if missing
+                 else f"{len(expected)} (case, switch) {unit}")
+
+
 def ablation_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     """Checks of the ablation itself (it is not in the paper): every switch ran, and in each
     case the two ends (published, paper) differ in their headline number
     (:func:`headline_per_seed`), two-sided, paired by seed (both variants draw from the same
     streams).  MSEs are compared on the log scale, accuracies linearly."""
-    expected = {(c, s) for c, case in params["cases"].items() for s in ablation_switches(case)}
-    found = set(zip(table["case"], table["switch"], strict=True))
-    missing = sorted(expected - found)
-    claims = [exact("[diagnostic] every notebook option of each case's published variant is switched on its own",
-                    not missing, "missing: " + ", ".join(f"{c}.{s}" for c, s in missing) if missing
-                    else f"{len(expected)} (case, switch) runs")]
+    claims = [switches_ran(table, params, "runs")]
     heads = headline_per_seed(table)
     for case in params["cases"]:
         rows = heads[heads["case"] == case]
