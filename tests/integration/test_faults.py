@@ -250,3 +250,37 @@ def test_an_error_in_claim_code_fails_the_job_and_writes_no_verdict(tmp_path):
         if path.is_file() and path.suffix in (".json", ".csv", ".html", ".ipynb"):
             text = path.read_text(errors="replace")
             assert "injected claims failure" not in text and "claims evaluation" not in text, path
+
+
+def test_with_a_results_key_a_forged_result_stops_the_run_before_its_report_is_rendered(repo, tmp_path):
+    """Issue 45: with ``NETWORKEDFL_RESULTS_KEY`` set every sidecar is signed; a claims file
+    edited together with a recomputed SHA-256 in its sidecar (what anyone can do without
+    the key) stops the next run before any job, naming the file, and the report is not
+    rendered from it."""
+    from networkedfl.io import file_sha256
+    from networkedfl.pipeline.signing import KEY_ENV
+
+    env = {**_env(), KEY_ENV: "a results key of 32 bytes or so."}
+    proc = subprocess.run(_command(repo, tmp_path, "--cores", "1", TARGET), capture_output=True, text=True,
+                          timeout=900, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = tmp_path / "results"
+    sidecars = [p for p in results.rglob(f"*{PROVENANCE}") if ".previous" not in p.parts]
+    assert sidecars and all(json.loads(p.read_text())["signature"]["algorithm"] == "hmac-sha256" for p in sidecars)
+    report = (results / "reports" / f"{TARGET}.html").read_bytes()
+
+    claims = results / "claims" / f"{TARGET}.json"
+    forged = json.loads(claims.read_text())
+    forged[0]["verdict"], forged[0]["detail"] = "holds", "forged"
+    claims.write_text(json.dumps(forged))
+    sidecar = Path(f"{claims}{PROVENANCE}")
+    record = json.loads(sidecar.read_text())
+    record["output"] = {"bytes": claims.stat().st_size, "sha256": file_sha256(claims)}
+    sidecar.write_text(json.dumps(record))
+
+    again = subprocess.run(_command(repo, tmp_path, "--cores", "1", TARGET), capture_output=True, text=True,
+                           timeout=900, env=env)
+    out = again.stdout + again.stderr
+    assert again.returncode != 0
+    assert f"results/claims/{TARGET}.json: its provenance sidecar's signature does not match" in out, out[-3000:]
+    assert (results / "reports" / f"{TARGET}.html").read_bytes() == report
