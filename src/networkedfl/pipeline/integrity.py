@@ -74,8 +74,8 @@ def artefact_problem(path: str | os.PathLike, *, finished: bool = True) -> str |
         return None
     if raw_file_entry(path) is not None:
         return raw_file_problem(path)
-    if path.suffix == ".npz":
-        return npz_problem(path)
+    if path.suffix == ".npz":  # checked as a zip; with a results key, also against its signed sidecar
+        return npz_problem(path) or (_sidecar_problem(path, finished) if results_key() is not None else None)
     if path.name.endswith(".provenance.json"):
         try:
             read_sidecar(str(path)[: -len(".provenance.json")])

@@ -140,3 +140,23 @@ def test_the_key_comes_from_the_environment_or_a_file_outside_the_checkout(tmp_p
         results_key({KEY_FILE_ENV: str(tmp_path / "missing.key")})
     with pytest.raises(ValueError, match="inside the checkout"):
         results_key({KEY_FILE_ENV: str(repo / "config" / "config.yaml")})
+
+
+def test_with_a_key_a_graph_cache_is_checked_against_its_signed_sidecar(keyed, tmp_path):
+    """A ``.npz`` cache is checked as a zip (its CRC-32s); with a key, a well-formed cache
+    written over a signed one, its sidecar's digest recomputed, is refused too."""
+    import numpy as np
+
+    from networkedfl.io import write_npz
+
+    path = tmp_path / "results" / "cache" / "g.npz"
+    path.parent.mkdir(parents=True)
+    write_npz(path, {"name": "g"}, {"x": np.zeros(3)})
+    write_sidecar(path, {"graph": "g"})
+    check_artefacts([path])
+    write_npz(path, {"name": "g"}, {"x": np.ones(3)})
+    record = read_sidecar(path)
+    record["output"] = {"bytes": path.stat().st_size, "sha256": file_sha256(path)}
+    write_json(record, sidecar_path(path))
+    with pytest.raises(CorruptArtefactError, match="signature does not match"):
+        check_artefacts([path])
