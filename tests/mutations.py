@@ -227,6 +227,31 @@ MUTATIONS = [
         ("tests/unit/pipeline/test_artefacts.py::test_a_damaged_last_good_tuning_copy_is_named_and_ignored",),
     ),
     Mutation(
+        "claim_errors_as_verdicts", "an exception in claim code is written as a claim that fails",
+        "src/networkedfl/pipeline/runner.py",
+        "        raise\n    return [c.as_dict() for c in claims]\n",
+        "        return [{\"claim\": \"claims evaluation\", \"verdict\": \"fails\", \"kind\": \"paper\", "
+        "\"detail\": str(exc)}]\n    return [c.as_dict() for c in claims]\n",
+        ("tests/unit/experiments/test_experiments.py::test_an_exception_in_claim_code_propagates_and_gives_no_verdict",
+         "tests/integration/test_faults.py::test_an_error_in_claim_code_fails_the_job_and_writes_no_verdict"),
+        slow=True,
+    ),
+    Mutation(
+        "claims_table_unescaped", "the reports' claims table shows results' markup as HTML",
+        "src/networkedfl/experiments/report.py",
+        "    return frame.style.format(_html_cell).format_index(_html_cell, axis=0).format_index(_html_cell, axis=1)\n",
+        "    return frame.style\n",
+        ("tests/unit/experiments/test_escaping.py::test_the_claims_table_and_the_header_of_a_report_are_escaped",
+         "tests/unit/experiments/test_escaping.py::test_a_report_rendered_as_the_pipeline_renders_it_holds_no_tag_from_the_claims"),
+    ),
+    Mutation(
+        "signatures_unchecked", "with a results key, a sidecar's signature is not verified",
+        "src/networkedfl/pipeline/integrity.py",
+        "        problem = signature_problem(path, record, key)\n",
+        "        problem = None\n",
+        ("tests/unit/pipeline/test_signing.py::test_an_edited_result_with_a_recomputed_sidecar_is_caught_when_keyed",),
+    ),
+    Mutation(
         "npz_dated_by_the_clock", "the graph cache's zip entries carry the time of writing",
         "src/networkedfl/io/_artefacts.py",
         "                info = zipfile.ZipInfo(f\"{name}.npy\", date_time=ZIP_DATE)\n",

@@ -194,3 +194,93 @@ def test_a_job_that_fails_at_run_time_keeps_the_last_good_result(repo, uninterru
         kept = current.parent / ".previous" / current.name
         assert (current.read_bytes() if current.exists() else kept.read_bytes()) == data
     assert any(not (workdir / rel).exists() for rel in good)  # the failed job's output is gone
+
+
+def _one_target_checkout(tmp_path):
+    """A copy of the checkout (its src/ too: the jobs run that code) whose config holds
+    ``TARGET`` alone, at the test profile's values: its claims summary is then that target's."""
+    from conftest import copy_checkout
+
+    checkout = copy_checkout(tmp_path / "checkout", "src")
+    config_path = checkout / "config" / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    test = yaml.safe_load((checkout / "config" / "test.yaml").read_text())
+    block = {**config["experiments"][TARGET], **test["experiments"][TARGET], **BASE["experiments"][TARGET]}
+    config["experiments"] = {TARGET: block}
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return checkout
+
+
+def test_an_error_in_claim_code_fails_the_job_and_writes_no_verdict(tmp_path):
+    """A ``raise`` injected into the target's claims function (issue 45): the build exits
+    non-zero, the claims job's log holds the traceback, the earlier claims survive byte for
+    byte (Snakemake deletes the failed job's output; its last good version is kept in
+    ``.previous/`` and named) and no file, the claims summary included, shows a verdict made
+    from the exception."""
+    checkout = _one_target_checkout(tmp_path)
+    summary, claims = "results/claims/summary.csv", f"results/claims/{TARGET}.json"
+
+    def snakemake():
+        return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", summary], cwd=checkout,
+                              capture_output=True, text=True, timeout=900, env=_env())
+
+    first = snakemake()
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    good_claims, good_summary = (checkout / claims).read_bytes(), (checkout / summary).read_bytes()
+    assert json.loads(good_claims) and b"claims evaluation" not in good_claims
+
+    star = checkout / "src" / "networkedfl" / "experiments" / "gtv" / "star.py"
+    source = star.read_text()
+    anchor = '    level = float(params["fusion_level"])\n'
+    assert anchor in source
+    star.write_text(source.replace(anchor, '    raise RuntimeError("injected claims failure")\n' + anchor, 1))
+
+    proc = snakemake()
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    log = (checkout / "logs" / "claims" / f"{TARGET}.log").read_text()
+    assert "Traceback (most recent call last)" in log and "RuntimeError: injected claims failure" in log, log[-3000:]
+    assert f"the last good {claims} is kept at results/claims/.previous/{TARGET}.json" in log + out
+    kept = checkout / "results" / "claims" / ".previous" / f"{TARGET}.json"
+    assert kept.read_bytes() == good_claims
+    current = checkout / claims
+    assert not current.exists() or current.read_bytes() == good_claims
+    assert (checkout / summary).read_bytes() == good_summary
+    for path in (checkout / "results").rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".csv", ".html", ".ipynb"):
+            text = path.read_text(errors="replace")
+            assert "injected claims failure" not in text and "claims evaluation" not in text, path
+
+
+def test_with_a_results_key_a_forged_result_stops_the_run_before_its_report_is_rendered(repo, tmp_path):
+    """Issue 45: with ``NETWORKEDFL_RESULTS_KEY`` set every sidecar is signed; a claims file
+    edited together with a recomputed SHA-256 in its sidecar (what anyone can do without
+    the key) stops the next run before any job, naming the file, and the report is not
+    rendered from it."""
+    from networkedfl.io import file_sha256
+    from networkedfl.pipeline.signing import KEY_ENV
+
+    env = {**_env(), KEY_ENV: "a results key of 32 bytes or so."}
+    proc = subprocess.run(_command(repo, tmp_path, "--cores", "1", TARGET), capture_output=True, text=True,
+                          timeout=900, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = tmp_path / "results"
+    sidecars = [p for p in results.rglob(f"*{PROVENANCE}") if ".previous" not in p.parts]
+    assert sidecars and all(json.loads(p.read_text())["signature"]["algorithm"] == "hmac-sha256" for p in sidecars)
+    report = (results / "reports" / f"{TARGET}.html").read_bytes()
+
+    claims = results / "claims" / f"{TARGET}.json"
+    forged = json.loads(claims.read_text())
+    forged[0]["verdict"], forged[0]["detail"] = "holds", "forged"
+    claims.write_text(json.dumps(forged))
+    sidecar = Path(f"{claims}{PROVENANCE}")
+    record = json.loads(sidecar.read_text())
+    record["output"] = {"bytes": claims.stat().st_size, "sha256": file_sha256(claims)}
+    sidecar.write_text(json.dumps(record))
+
+    again = subprocess.run(_command(repo, tmp_path, "--cores", "1", TARGET), capture_output=True, text=True,
+                           timeout=900, env=env)
+    out = again.stdout + again.stderr
+    assert again.returncode != 0
+    assert f"results/claims/{TARGET}.json: its provenance sidecar's signature does not match" in out, out[-3000:]
+    assert (results / "reports" / f"{TARGET}.html").read_bytes() == report

@@ -13,6 +13,7 @@ import yaml
 from conftest import copy_checkout
 
 from networkedfl.experiments import EXPERIMENTS, get_experiment
+from networkedfl.experiments.report import escape_markdown
 
 TARGETS = sorted(EXPERIMENTS)
 
@@ -214,14 +215,14 @@ def test_gallery_shows_every_figure_with_the_paper_figure_it_reproduces(repo, bu
             copy = built / "docs" / "gallery" / f"{target}.png"
             assert copy.read_bytes() == (built / "results" / "figures" / f"{target}.png").read_bytes()
     ablation = (built / "docs" / "gallery" / "gtv_quirk_ablation.md").read_text()
-    assert "| result | quantity | published |" in ablation and "loss_scale → paper" in ablation
+    assert "| result | quantity | published |" in ablation and "loss\\_scale → paper" in ablation  # Markdown-escaped
     mnist = (built / "docs" / "gallery" / "gtv_quirk_ablation_mnist.md").read_text()
-    assert "methods.primal_dual.prox_scale → paper" in mnist and "validation accuracy" in mnist
+    assert "methods.primal\\_dual.prox\\_scale → paper" in mnist and "validation accuracy" in mnist
     claims = (built / "docs" / "gallery" / "claims.md").read_text()
     for target in figures:  # every claim with what was measured
         entries = json.loads((built / "results" / "claims" / f"{target}.json").read_text())
         assert f"## `{target}`" in claims
-        assert all(e["detail"].replace("|", "\\|").replace("\n", " ") in claims for e in entries), target
+        assert all(escape_markdown(e["detail"].replace("\n", " ")) in claims for e in entries), target
     tuning = (built / "docs" / "gallery" / "tuning.md").read_text()
     assert all(f"## `{t}`" in tuning for t in TUNED) and "**chosen**" in tuning
     for copy in (built / "docs" / "gallery" / "notebooks").glob("*.ipynb"):  # committed: no path of the machine

@@ -3,9 +3,10 @@
 ``start``: route the job's logging, warnings and stderr to its log, check every file it
 reads (networkedfl.pipeline.integrity: a corrupt one stops it, naming the file and the
 command that rebuilds it), and name, should the job fail (a full disk, a diverged run), where
-the last good version of each of its outputs is kept. ``finish``: keep its outputs as their
-last good versions (``.previous/`` beside them: Snakemake deletes a job's outputs when it
-starts, so a failed rerun loses nothing).
+the last good version of each of its outputs is kept; a job rendering a page from results
+also checks, with a results key set, that each is signed (``signed``, issue 45). ``finish``:
+keep its outputs as their last good versions (``.previous/`` beside them: Snakemake deletes
+a job's outputs when it starts, so a failed rerun loses nothing).
 """
 
 import sys
@@ -13,10 +14,12 @@ import sys
 import _logging
 
 from networkedfl.io import keep_previous, last_good
-from networkedfl.pipeline.integrity import check_artefacts
+from networkedfl.pipeline.integrity import check_artefacts, check_signed
 
 
-def start(snakemake, *, keeps_previous=True):
+def start(snakemake, *, keeps_previous=True, signed=()):
+    """``signed``: the results a page is rendered from; with a results key set each must have
+    a sidecar whose signature verifies (networkedfl.pipeline.signing)."""
     log = _logging.setup(snakemake.log[0])
     if keeps_previous:
         outputs = list(snakemake.output)
@@ -32,6 +35,7 @@ def start(snakemake, *, keeps_previous=True):
 
         sys.excepthook = excepthook
     check_artefacts(list(snakemake.input))
+    check_signed(list(signed))
     return log
 
 

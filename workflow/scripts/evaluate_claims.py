@@ -1,4 +1,6 @@
-"""Evaluate a target's claims on its table (a failing claim is reported, not raised)."""
+"""Evaluate a target's claims on its table.  A claim that fails is a verdict; an error in
+claim code (or an empty table) fails the job with its traceback in the log, and no claims
+file is written (the last good one stays in results/claims/.previous/, issue 45)."""
 
 import sys
 from pathlib import Path

@@ -22,7 +22,7 @@ from networkedfl.pipeline.summary import (  # noqa: E402
     tuning_markdown,
 )
 
-log = _job.start(snakemake, keeps_previous=False)  # noqa: F821
+log = _job.start(snakemake, keeps_previous=False, signed=list(snakemake.input))  # noqa: F821
 inputs, outputs, params = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
 
 

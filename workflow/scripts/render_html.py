@@ -10,7 +10,7 @@ from nbconvert import HTMLExporter  # noqa: E402
 from networkedfl.io import atomic_write  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 
-log = _job.start(snakemake)  # noqa: F821
+log = _job.start(snakemake, signed=list(snakemake.input))  # noqa: F821
 page, _ = HTMLExporter().from_filename(snakemake.input[0])  # noqa: F821
 atomic_write(snakemake.output[0], lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))  # noqa: F821
 write_sidecar(snakemake.output[0], job_provenance(snakemake.wildcards.target, snakemake.params.code,  # noqa: F821

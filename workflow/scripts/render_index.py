@@ -15,7 +15,7 @@ from networkedfl.io import (
 )
 from networkedfl.pipeline.summary import job_seconds, render_index  # noqa: E402
 
-log = _job.start(snakemake)  # noqa: F821
+log = _job.start(snakemake, signed=list(snakemake.input))  # noqa: F821
 paths = Paths()
 page = Path(snakemake.output[0])  # noqa: F821
 

@@ -13,7 +13,7 @@ import yaml  # noqa: E402
 from networkedfl.io import atomic_write, redact_notebook  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 
-log = _job.start(snakemake)  # noqa: F821
+log = _job.start(snakemake, signed=[snakemake.input.table, snakemake.input.claims])  # noqa: F821
 parameters = yaml.safe_load(Path(snakemake.input.params).read_text(encoding="utf-8"))  # noqa: F821
 # the files as this job names them, not as the parameters file recorded them (absolute paths:
 # in a copy of the working directory they would name the original's table and figures)

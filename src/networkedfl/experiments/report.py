@@ -18,12 +18,15 @@ them, never a notebook cell.
 
 from __future__ import annotations
 
+import html
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..io import Paths, find_repo_root
@@ -31,10 +34,23 @@ from ..plotting import claims_frame, save_figure, tuning_summary
 from .deviations import deviation_link
 from .registry import get_experiment
 
-__all__ = ["DEVIATIONS_ROOT", "TABLE_VIEWS", "Report", "load_target", "table_view"]
+__all__ = ["DEVIATIONS_ROOT", "TABLE_VIEWS", "Report", "escape_markdown", "escaped_style", "load_target", "table_view"]
 
 #: The deviation pages as seen from the rendered notebook ``results/reports/<id>.html``.
 DEVIATIONS_ROOT = "../../docs/deviations"
+
+
+#: Characters that are Markdown syntax (code, emphasis, links and images, table cells) and
+#: the backslash that escapes them.
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]|])")
+
+
+def escape_markdown(text: Any) -> str:
+    """``text`` as literal Markdown: its syntax characters backslash-escaped and ``&``, ``<``
+    and ``>`` as HTML entities, so that text from a results file (a claim, a variant, a
+    table's values) renders as itself and never as a link, an image or raw HTML (a
+    ``<script>``; IPython's ``Markdown`` and GitHub render raw HTML; issue 45)."""
+    return html.escape(_MARKDOWN_SYNTAX.sub(r"\\\1", str(text)), quote=False)
 
 
 def _display(*objects: Any) -> None:
@@ -67,12 +83,14 @@ class Report:
     deviations: tuple[str, ...] = ()
 
     def deviation_links(self, root: str = DEVIATIONS_ROOT) -> list[str]:
-        """One Markdown link per deviation: ``[slug](<root>/<paper>.md#slug)``."""
-        return [f"[{slug}]({deviation_link(slug, root)})" for slug in self.deviations]
+        """One Markdown link per deviation: ``[slug](<root>/<paper>.md#slug)`` (the slug
+        escaped, :func:`escape_markdown`; a slug unknown to the deviation pages is refused)."""
+        return [f"[{escape_markdown(slug)}]({deviation_link(slug, root)})" for slug in self.deviations]
 
     def header_markdown(self) -> str:
-        """The source and title in bold, and the deviations the target depends on."""
-        text = f"**{self.source}**: {self.title}"
+        """The source and title in bold, and the deviations the target depends on (every
+        text escaped: :func:`escape_markdown`)."""
+        text = f"**{escape_markdown(self.source)}**: {escape_markdown(self.title)}"
         links = self.deviation_links()
         if links:
             text += "\n\nDeviations from the paper this target depends on: " + ", ".join(links) + "."
@@ -93,13 +111,14 @@ class Report:
 
     def show_claims(self) -> Any:
         """Print the claim counts and return the claims table (verdict, claim, effect with its
-        95 % interval, seeds, detail), the verdict coloured."""
+        95 % interval, seeds, detail), the verdict coloured and every value and label
+        HTML-escaped (the claims file's text is shown as text, never run as markup)."""
         for line in self.claims_counts():
             print(line)
         columns = [c for c in ("variant", "verdict", "claim", "effect_label", "effect", "interval", "n_seeds", "detail")
                    if c in self.claims]
         colour = {"holds": "color: green", "fails": "color: red", "inconclusive": "color: darkorange"}
-        return self.claims[columns].style.map(lambda v: colour.get(v, ""), subset=["verdict"])
+        return escaped_style(self.claims[columns]).map(lambda v: colour.get(v, ""), subset=["verdict"])
 
     def show_figure(self, fig: Any) -> None:
         """Write ``fig`` to the target's figure PDF and PNG and show it."""
@@ -124,6 +143,21 @@ class Report:
         summary = tuning_summary(self.table)
         _display(summary[summary["chosen"]].set_index("method"))
         return summary.pivot_table(index="grid point", columns="method", values="validation loss", sort=False)
+
+
+def _html_cell(value: Any) -> str:
+    """A value as pandas' Styler shows it (floats to its precision), HTML-escaped, whatever
+    its type (a list of strings too: the Styler's own ``escape`` reaches strings only)."""
+    if isinstance(value, float | np.floating):
+        return f"{value:.{pd.get_option('styler.format.precision')}f}"
+    return html.escape(str(value))
+
+
+def escaped_style(frame: pd.DataFrame) -> Any:
+    """``frame.style`` with every value and label HTML-escaped when it is rendered (pandas'
+    ``Styler`` escapes nothing by default, unlike ``DataFrame.to_html``).  A later
+    ``.format(formatter, escape="html")`` for numeric columns keeps the others escaped."""
+    return frame.style.format(_html_cell).format_index(_html_cell, axis=0).format_index(_html_cell, axis=1)
 
 
 def _counts_line(frame: pd.DataFrame) -> str:

@@ -10,6 +10,11 @@ and by every job for the files it reads (issue 37).
   sidecar's record (:func:`networkedfl.pipeline.provenance.write_sidecar`), and the sidecar
   itself readable.
 
+With a results key set (:mod:`networkedfl.pipeline.signing`) every sidecar checked must also
+carry a valid signature, and :func:`check_signed` (run before a report, the index page or
+the gallery is rendered) requires one for every file it is given: the sidecars then guard
+against deliberate edits by whoever lacks the key; without a key, against corruption only.
+
 A problem raises :class:`networkedfl.io.CorruptArtefactError`, naming every bad file, what is
 wrong with it, and the command that rebuilds it and everything made from it.
 
@@ -30,16 +35,23 @@ import pandas as pd
 from ..datasets.verify import raw_file_entry, raw_file_problem
 from ..io import CorruptArtefactError, file_sha256, npz_problem
 from .provenance import read_sidecar, sidecar_path
+from .signing import KEY_ENV, KEY_FILE_ENV, results_key, signature_problem
 
-__all__ = ["artefact_problem", "check_artefacts", "read_table"]
+__all__ = ["artefact_problem", "check_artefacts", "check_signed", "read_table"]
 
 
 def _sidecar_problem(path: Path, finished: bool) -> str | None:
     sidecar = sidecar_path(path)
     try:
-        recorded = read_sidecar(path).get("output")
+        record = read_sidecar(path)
     except CorruptArtefactError:
         return None  # the sidecar's own problem is reported for the sidecar
+    key = results_key()
+    if key is not None and sidecar.is_file():
+        problem = signature_problem(path, record, key)
+        if problem is not None:
+            return f"{problem}: {sidecar}"
+    recorded = record.get("output")
     if not isinstance(recorded, dict) or not {"bytes", "sha256"} <= set(recorded):
         return None  # no record of the output's bytes (written before they were recorded)
     if not finished and sidecar.stat().st_mtime_ns < path.stat().st_mtime_ns:
@@ -62,8 +74,8 @@ def artefact_problem(path: str | os.PathLike, *, finished: bool = True) -> str |
         return None
     if raw_file_entry(path) is not None:
         return raw_file_problem(path)
-    if path.suffix == ".npz":
-        return npz_problem(path)
+    if path.suffix == ".npz":  # checked as a zip; with a results key, also against its signed sidecar
+        return npz_problem(path) or (_sidecar_problem(path, finished) if results_key() is not None else None)
     if path.name.endswith(".provenance.json"):
         try:
             read_sidecar(str(path)[: -len(".provenance.json")])
@@ -109,3 +121,23 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         return pd.read_csv(path)
     except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas' parser and empty-file errors are ValueErrors
         raise CorruptArtefactError({path: f"not a readable table ({type(exc).__name__}: {exc})"}) from exc
+
+
+def check_signed(paths: Iterable[str | os.PathLike]) -> None:
+    """With a results key set (:func:`~networkedfl.pipeline.signing.results_key`), check that
+    every file of ``paths`` (sidecars themselves skipped) has a provenance sidecar with a
+    valid signature and is what it records (:func:`check_artefacts`); without a key, only the
+    latter.  Run before a report, the index page or the gallery is rendered from results.
+
+    Raises
+    ------
+    CorruptArtefactError
+        Naming every file without a sidecar (when keyed) and every bad file.
+    """
+    paths = [str(p) for p in paths if not str(p).endswith(".provenance.json")]
+    if results_key() is not None:
+        missing = {p: f"no provenance sidecar, but {KEY_ENV} or {KEY_FILE_ENV} is set: nothing vouches for it"
+                   for p in paths if Path(p).is_file() and not sidecar_path(p).is_file()}
+        if missing:
+            raise CorruptArtefactError(missing)
+    check_artefacts(paths)

@@ -19,7 +19,9 @@ modules it covers), the versions of Python and the numerical libraries in the jo
 environment (reported, not hashed: another machine's numpy does not rerun anything), the
 SHA-256 of the files it was made from where it reads files, and the size and SHA-256 of the
 output itself, which every job reading the output checks
-(:mod:`networkedfl.pipeline.integrity`).  The sidecars contain no time stamps: a rerun
+(:mod:`networkedfl.pipeline.integrity`).  That record detects corruption, not a deliberate
+edit (whoever edits a result can rewrite its sidecar); with a results key set, each sidecar
+is also signed (HMAC-SHA256, :mod:`networkedfl.pipeline.signing`).  The sidecars contain no time stamps: a rerun
 rewrites them byte for byte wherever it rewrites their outputs byte for byte.
 """
 
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import CorruptArtefactError, file_sha256, write_json
+from .signing import results_key, sign_record
 
 __all__ = [
     "LIBRARIES",
@@ -307,9 +310,12 @@ def sidecar_path(output: str | Path) -> Path:
 
 def write_sidecar(output: str | Path, record: dict[str, Any]) -> Path:
     """Write ``record`` and the size and SHA-256 of ``output`` as it is now (key
-    ``output``) atomically beside ``output``; returns the sidecar's path."""
+    ``output``) atomically beside ``output``, signed when a results key is set
+    (:mod:`networkedfl.pipeline.signing`); returns the sidecar's path."""
     path = sidecar_path(output)
-    write_json({**record, "output": {"bytes": os.stat(output).st_size, "sha256": file_sha256(output)}}, path)
+    full = {**record, "output": {"bytes": os.stat(output).st_size, "sha256": file_sha256(output)}}
+    key = results_key()
+    write_json(sign_record(output, full, key) if key is not None else full, path)
     return path
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms.errors import NonFiniteError
-from ..experiments import Claim, get_experiment
+from ..experiments import get_experiment
 from ..experiments.tuning import (
     at_horizon,
     evaluate_point,
@@ -457,10 +457,19 @@ def collect_tables(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 
 def evaluate_claims(config: Mapping[str, Any], target: str, table: pd.DataFrame) -> list[dict[str, Any]]:
-    """Evaluate the target's claims; an exception inside a claim is reported as a failed claim.
+    """Evaluate the target's claims.
 
     With variants, every claim is evaluated once per variant on that variant's rows, and
     each entry carries a ``variant`` key.
+
+    Raises
+    ------
+    ValueError
+        If the table (or a variant's part of it) has no rows: a broken run, not a verdict.
+    Exception
+        Whatever a claims function raises, with its traceback (a note names the target):
+        an error in claim code is a bug, never a claim that fails (issue 45), and the
+        pipeline's claims job fails without writing a verdict.
     """
     params = config["experiments"][target]
     names = variant_names(params)
@@ -472,19 +481,23 @@ def evaluate_claims(config: Mapping[str, Any], target: str, table: pd.DataFrame)
             rows = (table[table[VARIANT_COLUMN] == variant].drop(columns=VARIANT_COLUMN)
                     if VARIANT_COLUMN in table else table.iloc[0:0])
             claims += [{"variant": variant, **c}
-                       for c in _claims_of(target, rows.reset_index(drop=True), variant_params(params, variant))]
+                       for c in _claims_of(target, rows.reset_index(drop=True), variant_params(params, variant),
+                                           variant)]
     for c in claims:
         shown = f"[{c['variant']}] " if "variant" in c else ""
         log.info("[%s] %s: %s%s (%s)", c["verdict"].upper(), target, shown, c["claim"], c["detail"])
     return claims
 
 
-def _claims_of(target: str, table: pd.DataFrame, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _claims_of(target: str, table: pd.DataFrame, params: Mapping[str, Any],
+               variant: str | None = None) -> list[dict[str, Any]]:
+    where = f"{target}" + (f", variant {variant!r}" if variant else "")
+    if table.empty:
+        raise ValueError(f"{where}: the table has no rows, so no claim can be evaluated (a broken run or "
+                         "table, not a verdict); no claims were written")
     try:
-        if table.empty:
-            raise ValueError("the table has no rows")
-        return [c.as_dict() for c in get_experiment(target).claims(table, params)]
-    except Exception as exc:  # a broken claim must not hide the others' results
-        log.exception("claims of %s could not be evaluated", target)
-        return [Claim("claims evaluation", "fails",
-                      f"error while evaluating the claims: {type(exc).__name__}: {exc}").as_dict()]
+        claims = get_experiment(target).claims(table, params)
+    except Exception as exc:  # noted and raised: an error in claim code is a bug, not a verdict
+        exc.add_note(f"while evaluating the claims of {where}: no claims were written")
+        raise
+    return [c.as_dict() for c in claims]

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..experiments import get_experiment
 from ..experiments.papers import PAPERS, paper_of
+from ..experiments.report import escape_markdown
 
 __all__ = ["ablation_markdown", "claims_markdown", "gallery_markdown", "job_seconds", "markdown_table",
            "paper_summary", "render_index", "scale_line", "summarize_claims", "tuning_markdown"]
@@ -147,9 +148,9 @@ def render_index(
     seconds = seconds or {}
     papers = paper_summary(summary)
     head = "".join(
-        f"<tr><td>{html.escape(r.name)}</td><td>{html.escape(r.variant)}</td><td>{r.claims}</td><td>{r.holds}</td>"
-        f"<td>{r.fails}</td><td>{r.inconclusive}</td><td>{_percent(r.decided, r.claims)}</td>"
-        f"<td>{r.checks_hold}/{r.checks_fail}/{r.checks_inconclusive}</td></tr>"
+        "<tr>" + "".join(f"<td>{_text(v)}</td>" for v in (
+            r.name, r.variant, r.claims, r.holds, r.fails, r.inconclusive, _percent(r.decided, r.claims),
+            f"{r.checks_hold}/{r.checks_fail}/{r.checks_inconclusive}")) + "</tr>"
         for r in papers.itertuples(index=False))
     rows = []
     for target, part in summary.groupby("target", sort=False):
@@ -163,7 +164,7 @@ def render_index(
             for r in part.itertuples(index=False))
         state = "fail" if part["fails"].sum() else ("open" if part["inconclusive"].sum() else "ok")
         time_cell = f"{seconds[target]:.0f} s" if seconds.get(target) is not None else ""
-        thumb = (f'<a href="{html.escape(out["png"])}"><img src="{html.escape(out["png"])}" alt="{target}" '
+        thumb = (f'<a href="{html.escape(out["png"])}"><img src="{html.escape(out["png"])}" alt="{html.escape(target)}" '
                  'width="260"></a>') if out.get("png") else ""
         rows.append(
             f'<tr class="{state}">'
@@ -203,6 +204,11 @@ hold, {int(summary["fails"].sum())} fail and {int(summary["inconclusive"].sum())
 {chr(10).join(rows)}
 </table></body></html>
 """
+
+
+def _text(value: Any) -> str:
+    """Any value as HTML text (escaped: a summary read back from its CSV may hold anything)."""
+    return html.escape(str(value))
 
 
 def _percent(part: int, whole: int) -> str:
@@ -250,7 +256,7 @@ def _summary_markdown(summary: pd.DataFrame) -> list[str]:
     lines = ["| paper | variant | claims | hold | fail | inconclusive | decided | checks (hold · fail · inconclusive) |",
              "|---|---|---|---|---|---|---|---|"]
     for r in papers.itertuples(index=False):
-        lines.append(f"| {r.name} | {r.variant or '–'} | {r.claims} | {r.holds} | {r.fails} | {r.inconclusive} | "
+        lines.append(f"| {_cell(r.name)} | {_cell(r.variant) or '–'} | {r.claims} | {r.holds} | {r.fails} | {r.inconclusive} | "
                      f"{_percent(r.decided, r.claims)} | {r.checks_hold} · {r.checks_fail} · {r.checks_inconclusive} |")
     total, decided = int(papers["claims"].sum()), int(papers["decided"].sum())
     lines.append(f"| **all** | | **{total}** | **{int(papers['holds'].sum())}** | **{int(papers['fails'].sum())}** | "
@@ -310,9 +316,9 @@ def gallery_markdown(
             if target in notebooks:
                 links.append(f"[notebook]({notebooks[target]})")
             devs = ", ".join(f"[{d}]({deviation_link(d, deviations_root)})" for d in experiment.deviations)
-            lines += [f"### {first.source}: {_cell(first.title)}", "",
+            lines += [f"### {_cell(first.source)}: {_cell(first.title)}", "",
                       f"`{target}` · " + " · ".join(links) + (f" · deviations: {devs}" if devs else ""), ""]
-            verdicts = [f"| {('`' + r.variant + '`') if r.variant else 'claims'} | {_verdict_counts(r)} | "
+            verdicts = [f"| {_code(r.variant) if r.variant else 'claims'} | {_verdict_counts(r)} | "
                         f"{_checks_counts(r).removeprefix('checks: ') or '–'} |" for r in rows.itertuples(index=False)]
             lines += ["| | the paper's claims | checks |", "|---|---|---|", *verdicts, "",
                       f"**Scale of this run**: {scale_line(target, params.get(target, {}))}.", ""]
@@ -334,7 +340,8 @@ def ablation_markdown(table: pd.DataFrame, metric: str = "label_mse") -> str:
     switches = list(dict.fromkeys(summary.sort_values("switch", key=lambda s: s.map(
         lambda v: 0 if v == "published" else (2 if v == "paper" else 1)), kind="stable")["switch"]))
     wide = summary.pivot_table(index=["panel", "item", "quantity"], columns="switch", values="value", sort=False)
-    head = ["result", "quantity", *[s if s in ("published", "paper") else f"{s} → paper" for s in switches]]
+    head = ["result", "quantity", *[_cell(s) if s in ("published", "paper") else f"{_cell(s)} → paper"
+                                    for s in switches]]
     lines = [
         "# Notebook behaviours switched one at a time",
         "",
@@ -349,19 +356,28 @@ def ablation_markdown(table: pd.DataFrame, metric: str = "label_mse") -> str:
     for (panel, item, quantity), row in wide.iterrows():
         name = f"{panel}, {item}" if item and panel != item else str(panel if not item else item)
         cells = [f"{row[s]:.3g}" if s in row and pd.notna(row[s]) else "" for s in switches]
-        lines.append(f"| {name} | {quantity} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_cell(name)} | {_cell(quantity)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text from a results file as one Markdown table cell or line: every Markdown syntax
+    character escaped and ``&``, ``<``, ``>`` as entities (:func:`escape_markdown`; no tag,
+    link or image survives, issue 45), line breaks as spaces."""
+    return escape_markdown(str(text).replace("\r", " ").replace("\n", " "))
+
+
+def _code(text: Any) -> str:
+    """A name from a results file (a variant) as inline code, or escaped text where it holds
+    anything but letters, digits, ``_``, ``.`` and ``-`` (a backtick would end the code)."""
+    return f"`{text}`" if re.fullmatch(r"[\w.\-]+", str(text)) else _cell(text)
 
 
 def _number(x: Any) -> str:
     if x is None:
         return ""
     if isinstance(x, str):
-        return x
+        return _cell(x)
     return f"{x:.3g}"
 
 
@@ -391,7 +407,7 @@ def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
                       "| verdict | claim | effect [95 % interval] | seeds | measured |", "|---|---|---|---|---|"]
             for c in entries:
                 verdict = c["verdict"]
-                shown = f"**{verdict}**" if verdict != "holds" else verdict
+                shown = f"**{_cell(verdict)}**" if verdict != "holds" else verdict
                 interval = c.get("interval")
                 effect = ""
                 if c.get("effect") is not None:
@@ -400,7 +416,7 @@ def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
                         effect += f" [{_number(interval[0])}, {_number(interval[1])}]"
                 elif c.get("interval_method"):
                     effect = _cell(c["interval_method"])
-                seeds = "" if c.get("n_seeds") is None else str(c["n_seeds"])
+                seeds = "" if c.get("n_seeds") is None else _cell(c["n_seeds"])
                 lines.append(f"| {shown} | {_cell(_claim_name(c))} | {effect} | {seeds} | {_cell(c['detail'])} |")
             lines.append("")
     return "\n".join(lines)
@@ -423,7 +439,7 @@ def tuning_markdown(tables: Mapping[str, pd.DataFrame]) -> str:
                   "validation loss | chosen |", "|---|---|---|---|" + ("---|" if rounds else "")]
         for row in summary.to_dict("records"):
             shown_rounds = f" {row['rounds']} |" if rounds else ""
-            lines.append(f"| {row['method']} | {_cell(row['grid point'])} |{shown_rounds} "
+            lines.append(f"| {_cell(row['method'])} | {_cell(row['grid point'])} |{shown_rounds} "
                          f"{row['validation loss']:.5g} | {'**chosen**' if row['chosen'] else ''} |")
         lines.append("")
     return "\n".join(lines)

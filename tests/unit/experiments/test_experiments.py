@@ -61,9 +61,30 @@ def test_claims_are_evaluated_on_a_collected_table(test_config):
     assert [c["verdict"] for c in evaluate_claims(test_config, target, broken)][0] == "fails"
 
 
-def test_a_failing_claim_computation_is_reported_not_raised(test_config):
-    claims = evaluate_claims(test_config, "gtv_fig03_chain_sampling", pd.DataFrame({"metric": [], "value": []}))
-    assert claims and all(c["verdict"] == "fails" for c in claims)
+def test_an_empty_table_is_an_error_not_a_verdict(test_config):
+    """Issue 45: no rows is a broken pipeline, not a claim of the paper that fails."""
+    with pytest.raises(ValueError, match="gtv_fig03_chain_sampling.*no rows"):
+        evaluate_claims(test_config, "gtv_fig03_chain_sampling", pd.DataFrame({"metric": [], "value": []}))
+
+
+def test_an_exception_in_claim_code_propagates_and_gives_no_verdict(test_config, monkeypatch):
+    """Issue 45: an error inside a claims function is raised with its traceback, never
+    turned into a claim with verdict "fails"."""
+    import dataclasses
+
+    import networkedfl.pipeline.runner as runner
+
+    target = "gtv_fig12_star_graph"
+    table = collect_tables([run_job(test_config, target, s, 0) for s in job_settings(test_config, target)])
+
+    def broken_claims(table, params):
+        raise ZeroDivisionError("a bug in the claim code")
+
+    experiment = dataclasses.replace(get_experiment(target), claims=broken_claims)
+    monkeypatch.setattr(runner, "get_experiment", lambda name: experiment)
+    with pytest.raises(ZeroDivisionError, match="a bug in the claim code") as caught:
+        evaluate_claims(test_config, target, table)
+    assert any(entry.name == "broken_claims" for entry in caught.traceback)  # the traceback is kept
 
 
 # ------------------------------------------------------------- Table I / Fig. 2, lecture

@@ -514,7 +514,7 @@ def test_ablation_markdown_has_a_row_per_headline_number_and_a_column_per_switch
     text = ablation_markdown(table)
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
     header, body = rows[0], rows[1:]
-    assert "| result | quantity | published" in header and "loss_scale → paper" in header
+    assert "| result | quantity | published" in header and "loss\\_scale → paper" in header
     assert header.rstrip(" |").endswith("paper")
     assert len(body) == 3 * 4 + 2  # fig09: 3 penalties x 4 grid points; table1: Alg. 1 and IFCA
     assert all(body_row.count("|") == header.count("|") for body_row in body)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ...plotting import tuning_summary
 from ..claims import CLUSTER_ORACLE, LOCAL, MEAN, ORACLE, REFERENCES
-from ..report import load_target
+from ..report import escaped_style, load_target
 
 __all__ = [
     "COLOURS",
@@ -322,7 +322,7 @@ def review_stats(table: pd.DataFrame) -> Any:
     formats |= {c: "{:,.1f}" for c in frame.columns if "avg length" in c and "difference" not in c}
     formats |= {c: "{:,.0f}" for c in frame.columns
                 if ("documents" in c or "unique" in c) and "difference" not in c}
-    return frame.style.format(formats)
+    return escaped_style(frame).format(formats, escape="html")
 
 
 def review_totals(table: pd.DataFrame) -> str:
