@@ -36,3 +36,4 @@ onsuccess:
 
 onerror:
     report_timings(log)
+    restore_failed_claims()

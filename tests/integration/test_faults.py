@@ -213,10 +213,11 @@ def _one_target_checkout(tmp_path):
 
 def test_an_error_in_claim_code_fails_the_job_and_writes_no_verdict(tmp_path):
     """A ``raise`` injected into the target's claims function (issue 45): the build exits
-    non-zero, the claims job's log holds the traceback, the earlier claims survive byte for
-    byte (Snakemake deletes the failed job's output; its last good version is kept in
-    ``.previous/`` and named) and no file, the claims summary included, shows a verdict made
-    from the exception."""
+    non-zero, the claims job's log holds the traceback, the earlier claims stay in place byte
+    for byte (Snakemake deletes the failed job's output; the workflow's ``onerror`` puts its
+    last good version, kept in ``.previous/``, back) and no file, the claims summary included,
+    shows a verdict made from the exception; once the bug is gone, the next run evaluates the
+    claims again."""
     checkout = _one_target_checkout(tmp_path)
     summary, claims = "results/claims/summary.csv", f"results/claims/{TARGET}.json"
 
@@ -243,13 +244,19 @@ def test_an_error_in_claim_code_fails_the_job_and_writes_no_verdict(tmp_path):
     assert f"the last good {claims} is kept at results/claims/.previous/{TARGET}.json" in log + out
     kept = checkout / "results" / "claims" / ".previous" / f"{TARGET}.json"
     assert kept.read_bytes() == good_claims
-    current = checkout / claims
-    assert not current.exists() or current.read_bytes() == good_claims
+    assert (checkout / claims).read_bytes() == good_claims
+    assert "their last good claims are back in results/claims/" in out
     assert (checkout / summary).read_bytes() == good_summary
     for path in (checkout / "results").rglob("*"):
         if path.is_file() and path.suffix in (".json", ".csv", ".html", ".ipynb"):
             text = path.read_text(errors="replace")
             assert "injected claims failure" not in text and "claims evaluation" not in text, path
+
+    star.write_text(source)  # the bug fixed: the claims job runs again and succeeds
+    fixed = snakemake()
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
+    assert "evaluate_claims" in fixed.stdout + fixed.stderr
+    assert (checkout / claims).read_bytes() == good_claims
 
 
 def test_with_a_results_key_a_forged_result_stops_the_run_before_its_report_is_rendered(repo, tmp_path):

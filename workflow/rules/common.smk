@@ -30,7 +30,7 @@ for _overlay in [_overlays] if isinstance(_overlays, str) else _overlays if isin
 from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.papers import ordered_targets
-from networkedfl.io import CorruptArtefactError, record_command
+from networkedfl.io import CorruptArtefactError, record_command, restore_previous
 from networkedfl.pipeline.config import (
     check_command_line,
     merge_overlays,
@@ -378,6 +378,19 @@ def report_timings(log_file):
             lines.append(f"  {target}: {seconds:.1f} s of compute in its experiment jobs")
     if lines:
         print("networkedfl: compute time per target\n" + "\n".join(lines))
+
+
+def restore_failed_claims():
+    """After a failed run: put back the last good claims (and their sidecars) of every target
+    whose claims job failed, so that an error in claim code never leaves a target without
+    its earlier verdicts (issue 45); each is dated before its table, so the next run
+    evaluates it again."""
+    restored = [target for target in selected_targets()
+                if restore_previous(PATHS.claims(target) + PROVENANCE, made_from=PATHS.table(target))
+                | restore_previous(PATHS.claims(target), made_from=PATHS.table(target))]
+    if restored:
+        print("networkedfl: the claims of " + ", ".join(restored) + " could not be evaluated; their last good "
+              "claims are back in results/claims/ and are evaluated again by the next run", file=sys.stderr)
 
 
 # ------------------------------------------------------------------ code-aware reruns

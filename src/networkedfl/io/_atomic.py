@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pandas is an optional dependency (the pipeline's): only its tables come here
     import pandas as pd
 
-__all__ = ["PAUSE_ENV", "atomic_write", "keep_previous", "last_good", "previous_path", "write_csv", "write_json",
-           "write_job_table"]
+__all__ = ["PAUSE_ENV", "atomic_write", "keep_previous", "last_good", "previous_path", "restore_previous", "write_csv",
+           "write_json", "write_job_table"]
 
 #: Fault injection for the interruption tests (``tests/integration/test_faults.py``): seconds every
 #: :func:`atomic_write` waits between writing its temporary file and renaming it onto the
@@ -128,6 +128,27 @@ def keep_previous(path: str | os.PathLike) -> Path:
         shutil.copy2(path, tmp)
     os.replace(tmp, previous)
     return previous
+
+
+def restore_previous(path: str | os.PathLike, *, made_from: str | os.PathLike) -> bool:
+    """Put the last good version of ``path`` (:func:`keep_previous`) back where a failed job's
+    output was deleted; ``False`` where ``path`` exists or none was kept.
+
+    The restored file is dated a second before its input ``made_from``, so that the next run
+    makes it again (Snakemake's mtime trigger) instead of taking it for the failed job's
+    result.  Used after a claims job failed (issue 45): its earlier verdicts stay in place.
+    """
+    path, previous = Path(path), previous_path(path)
+    if path.exists() or not previous.is_file():
+        return False
+    import shutil
+
+    tmp = path.with_name(f".{path.name}.restore")
+    shutil.copy2(previous, tmp)
+    stamp = os.stat(made_from).st_mtime - 1 if os.path.exists(made_from) else os.stat(previous).st_mtime
+    os.utime(tmp, (stamp, stamp))
+    os.replace(tmp, path)
+    return True
 
 
 def last_good(outputs: list[str | os.PathLike]) -> str:

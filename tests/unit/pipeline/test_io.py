@@ -122,3 +122,22 @@ def test_a_setting_job_without_seeds_is_an_error_naming_it():
 
     with pytest.raises(ValueError, match=r"gtv_fig09_sbm_sampling, setting 'x': no repetition seed"):
         run_setting({"seed": 0, "experiments": {}}, "gtv_fig09_sbm_sampling", "x", [])
+
+
+def test_restore_previous_puts_the_last_good_version_back_dated_before_its_input(tmp_path):
+    """Issue 45: a failed claims job's deleted output comes back from ``.previous/``, older
+    than the table it is made from (so the next run makes it again); an existing output and
+    an output never kept are left alone."""
+    from networkedfl.io import keep_previous, previous_path, restore_previous
+
+    table, claims = tmp_path / "table.csv", tmp_path / "claims.json"
+    table.write_text("a\n1\n")
+    claims.write_text('["good"]')
+    keep_previous(claims)
+    claims.unlink()  # what Snakemake does to a failed job's output
+    assert restore_previous(claims, made_from=table)
+    assert claims.read_text() == '["good"]' and previous_path(claims).read_text() == '["good"]'
+    assert claims.stat().st_mtime < table.stat().st_mtime
+    claims.write_text('["new"]')
+    assert not restore_previous(claims, made_from=table) and claims.read_text() == '["new"]'
+    assert not restore_previous(tmp_path / "never.json", made_from=table)
