@@ -177,17 +177,20 @@ def test_invalid_config_value_stops_before_any_job_and_keeps_results(repo, unint
 
 def test_a_job_that_fails_at_run_time_keeps_the_last_good_result(repo, uninterrupted, tmp_path):
     """Snakemake deletes a job's outputs when it starts; a rerun whose values pass validation
-    but make the run non-finite (label noise 1e200: squared errors overflow) fails naming the
-    metric, and the last good raw output survives beside it in `.previous/`."""
+    but fail the run (label noise 1e150, the largest magnitude the config accepts: noisy
+    labels beyond it, whose squares overflow, are refused by the solver's input check, issue
+    45) fails naming the labels, and the last good raw output survives beside it in
+    `.previous/`."""
     import shutil
 
     workdir = tmp_path / "copy"
     shutil.copytree(uninterrupted, workdir, symlinks=True)
     good = {p.relative_to(workdir): p.read_bytes() for p in _raw_outputs(workdir)}
-    proc = _run(repo, workdir, "--cores", "1", TARGET, overlays=[{"experiments": {TARGET: {"sigma": 1e200}}}])
+    proc = _run(repo, workdir, "--cores", "1", TARGET, overlays=[{"experiments": {TARGET: {"sigma": 1e150}}}])
     assert proc.returncode != 0
     logs = "".join(p.read_text(errors="replace") for p in (workdir / "logs" / "run" / TARGET).rglob("*.log"))
-    assert "non-finite values" in logs and f"{TARGET}, setting" in logs, logs[-3000:]
+    assert "labels: entry" in logs and "beyond the magnitude 1e+150" in logs, logs[-3000:]
+    assert f"{TARGET}, setting" in logs, logs[-3000:]
     assert "the last good result of this job is kept at" in logs
     for rel, data in good.items():  # every raw output: still there, or its last good version
         current = workdir / rel
