@@ -385,9 +385,12 @@ def restore_failed_claims():
     whose claims job failed, so that an error in claim code never leaves a target without
     its earlier verdicts (issue 45); each is dated before its table, so the next run
     evaluates it again."""
-    restored = [target for target in selected_targets()
-                if restore_previous(PATHS.claims(target) + PROVENANCE, made_from=PATHS.table(target))
-                | restore_previous(PATHS.claims(target), made_from=PATHS.table(target))]
+    restored = []
+    for target in selected_targets():
+        claims, table = PATHS.claims(target), PATHS.table(target)
+        sidecar_back = restore_previous(claims + PROVENANCE, made_from=table)
+        if restore_previous(claims, made_from=table) or sidecar_back:
+            restored.append(target)
     if restored:
         print("networkedfl: the claims of " + ", ".join(restored) + " could not be evaluated; their last good "
               "claims are back in results/claims/ and are evaluated again by the next run", file=sys.stderr)
