@@ -354,6 +354,16 @@ def gallery_ablations():
     return [t for t in gallery_targets() if get_experiment(t).ablation_of]
 
 
+def gallery_printed():
+    """The selected GTV targets running a `published` variant whose counterparts the
+    authors' notebooks print (docs/printed.md): the gallery shows ours beside them."""
+    from networkedfl.experiments.gtv.printed import printed_targets
+
+    printed = set(printed_targets())
+    return [t for t in gallery_targets()
+            if t in printed and "published" in (config["experiments"][t].get("variants") or {})]
+
+
 def gallery_tuned():
     """The selected targets with a tuning grid: the gallery lists their tuning."""
     return [t for t in gallery_targets() if tuning_settings(config, t)]

@@ -177,3 +177,20 @@ def test_load_printed_keeps_empty_iterations_and_points_as_text():
     assert set(frame["stat"]) == {"mean", "std"}
     assert (frame.loc[frame["target"] == "gtv_table1_highdim_sbm", "iteration"] == "").all()
     assert np.isfinite(frame["value"].astype(float)).all()
+
+
+def test_the_gallery_shows_published_vs_printed_after_the_figure_with_linked_explanations():
+    from networkedfl.experiments.claims import exact
+    from networkedfl.pipeline.summary import gallery_markdown, summarize_claims
+
+    prt = _printed_frame([["gtv_fig03_chain_sampling", "primal_dual", "l1", "sigma=0;M=0.4;eps=0.9", "",
+                           "parameter_mse", "mean", 1e-7, 2.0, "repo@abc:experiments/chain_experiment.ipynb:cell 26"]])
+    comparison = compare_printed(_linear_table([1e-2, 1e-8, 1e-8]), "gtv_fig03_chain_sampling", prt)
+    claims = {"gtv_fig03_chain_sampling": [{**exact("c", True, "").as_dict(), "variant": "published"}]}
+    page = gallery_markdown(summarize_claims(claims), {}, printed={"gtv_fig03_chain_sampling": comparison})
+    block = page.split("(gtv_fig03_chain_sampling.png)", 1)[1]
+    assert "**Published vs printed** ([how](../printed.md)): 0 of 1" in block
+    assert "[chain-one-draw](../printed.md#chain-one-draw) (explained)" in block
+    assert "`experiments/chain_experiment.ipynb:cell 26`" in block
+    without = gallery_markdown(summarize_claims(claims), {})
+    assert "Published vs printed" not in without

@@ -2,8 +2,8 @@
 item 2), and our ``published`` variant beside them.
 
 The notebooks (GitHub ``sahelyiyi/FederatedLearning``, branch ``chain``, commit
-:data:`COMMIT`, ``experiments/<notebook>.ipynb``; EXPERIMENTS.md §2) print the means their
-figures plot (``MSEs_mean: {...}`` per curve, ``mean total MSE: ...`` per method, the MNIST
+:data:`COMMIT`, ``experiments/<notebook>.ipynb``, as the experiment specification names
+them) print the means their figures plot (``MSEs_mean: {...}`` per curve, ``mean total MSE: ...`` per method, the MNIST
 accuracies after K = 70 iterations and IFCA's log every 20 epochs).  :data:`SOURCES` names,
 for every GTV target with a ``published`` variant, the cells whose printed numbers are its
 counterpart, with the grid point they ran at and the metric of our tables they are
