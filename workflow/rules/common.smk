@@ -364,6 +364,14 @@ def gallery_printed():
             if t in printed and "published" in (config["experiments"][t].get("variants") or {})]
 
 
+def gallery_diagnostics():
+    """The selected ablation and step-scan targets whose tables diagnose failing claims
+    (networkedfl.experiments.diagnosis): the gallery shows their numbers beside the verdicts."""
+    from networkedfl.experiments.diagnosis import DIAGNOSTIC_TARGETS
+
+    return [t for t in gallery_targets() if t in DIAGNOSTIC_TARGETS]
+
+
 def gallery_tuned():
     """The selected targets with a tuning grid: the gallery lists their tuning."""
     return [t for t in gallery_targets() if tuning_settings(config, t)]

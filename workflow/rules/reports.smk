@@ -148,6 +148,7 @@ rule gallery:
         ablation=lambda wildcards: [PATHS.table(t) for t in gallery_ablations()],
         tuned=lambda wildcards: [PATHS.table(t) for t in gallery_tuned()],
         printed=lambda wildcards: [PATHS.table(t) for t in gallery_printed()],
+        diagnostics=lambda wildcards: [PATHS.table(t) for t in gallery_diagnostics()],
     output:
         page=PATHS.gallery("README.md"),
         claims=PATHS.gallery("claims.md"),
@@ -164,6 +165,7 @@ rule gallery:
         tables=gallery_tables(),
         tuned=gallery_tuned(),
         printed=gallery_printed(),
+        diagnostics=gallery_diagnostics(),
         experiments=lambda wildcards: {t: config["experiments"][t] for t in gallery_targets()},
     localrule: True
     script:

@@ -273,6 +273,7 @@ def gallery_markdown(
     image_prefix: str = "",
     deviations_root: str = "../deviations",
     printed: Mapping[str, pd.DataFrame] | None = None,
+    failures: Sequence[str] | None = None,
 ) -> str:
     """The gallery as a report: a summary of verdicts per paper and variant, then per paper,
     in the paper's order, every figure and table with its verdicts, its scale against the
@@ -294,6 +295,9 @@ def gallery_markdown(
         Per GTV target with a ``published`` variant, its comparison with the authors'
         printed numbers (:func:`~networkedfl.experiments.gtv.printed.compare_printed`),
         shown after its figure or table.
+    failures
+        Markdown lines shown after the summary: the variants' failing claims by kind, with
+        their diagnoses (:func:`~networkedfl.experiments.diagnosis.failures_markdown`).
     """
     from ..experiments.deviations import deviation_link
     from ..experiments.gtv.printed import printed_markdown
@@ -308,7 +312,7 @@ def gallery_markdown(
         "(\"checks\"). The GTV targets run two variants: `published` (the authors' notebooks) and `paper` "
         "(the paper's equations; [docs/variants.md](../variants.md)). [claims.md](claims.md) lists every "
         "claim with its effect, interval and seeds; [tuning.md](tuning.md) the chapter's tuning.", "",
-        "## Summary", "", *_summary_markdown(summary), "",
+        "## Summary", "", *_summary_markdown(summary), "", *(failures or ()),
     ]
     for paper in PAPERS:
         part = summary[summary["paper"] == paper.key]
@@ -389,10 +393,14 @@ def _number(x: Any) -> str:
     return f"{x:.3g}"
 
 
-def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]],
+                    diagnostics: Mapping[str, pd.DataFrame] | None = None) -> str:
     """Every target's claims as a Markdown page, per paper in the papers' order: per claim its
     verdict, the effect of the case that decided it with its 95 % interval, the number of
-    seeds and what was measured (per variant where the target has variants)."""
+    seeds and what was measured (per variant where the target has variants).  With
+    ``diagnostics`` (the tables of :data:`~networkedfl.experiments.diagnosis.DIAGNOSTIC_TARGETS`
+    that ran), a column ``diagnosis`` gives each failing claim of a variant the ablation or
+    step-scan result that moves it (:mod:`networkedfl.experiments.diagnosis`)."""
     lines = ["# Claims, as measured", "",
              "Every claim of every target, evaluated on the default configuration's tables (written by "
              "`snakemake --cores 1 gallery` from `results/claims/`; do not edit). Verdicts, effects and intervals "
@@ -412,7 +420,7 @@ def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
             tally = ", ".join(f"{sum(c['verdict'] == v for c in paper_claims)} {v}" for v in VERDICTS)
             lines += [f'<a id="{target}"></a>', "", f"### `{target}`: {experiment.source}", "",
                       f"The paper's claims: {tally}.", "",
-                      "| verdict | claim | effect [95 % interval] | seeds | measured |", "|---|---|---|---|---|"]
+                      *_claims_head(diagnostics is not None)]
             for c in entries:
                 verdict = c["verdict"]
                 shown = f"**{_cell(verdict)}**" if verdict != "holds" else verdict
@@ -425,9 +433,32 @@ def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
                 elif c.get("interval_method"):
                     effect = _cell(c["interval_method"])
                 seeds = "" if c.get("n_seeds") is None else _cell(c["n_seeds"])
-                lines.append(f"| {shown} | {_cell(_claim_name(c))} | {effect} | {seeds} | {_cell(c['detail'])} |")
+                row = f"| {shown} | {_cell(_claim_name(c))} | {effect} | {seeds} | {_cell(c['detail'])} |"
+                if diagnostics is not None:
+                    row += f" {_diagnosis_cell(target, entries, c, diagnostics)} |"
+                lines.append(row)
             lines.append("")
     return "\n".join(lines)
+
+
+def _claims_head(diagnosis: bool) -> list[str]:
+    head = "| verdict | claim | effect [95 % interval] | seeds | measured |"
+    return [head + " diagnosis |", "|---|---|---|---|---|---|"] if diagnosis else [head, "|---|---|---|---|---|"]
+
+
+def _diagnosis_cell(target: str, entries: Sequence[Mapping[str, Any]], c: Mapping[str, Any],
+                    diagnostics: Mapping[str, pd.DataFrame]) -> str:
+    """A failing claim's kind (under the paper's equations / in every variant) and the
+    measurements that diagnose it; empty for the others."""
+    from ..experiments.diagnosis import claim_diagnoses, failure_kind
+
+    if c["verdict"] != "fails" or not c.get("variant"):
+        return ""
+    kind = {"paper equations": "fails under the paper's equations as written",
+            "every variant": "fails in every variant", "published only": "fails in the published variant only"}
+    text = kind.get(failure_kind(entries, c["claim"]), "")
+    found = claim_diagnoses(target, c["claim"], diagnostics) if c["variant"] == "paper" else []
+    return _cell("; ".join([text, *found]))
 
 
 def tuning_markdown(tables: Mapping[str, pd.DataFrame]) -> str:
