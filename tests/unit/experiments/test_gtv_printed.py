@@ -194,3 +194,17 @@ def test_the_gallery_shows_published_vs_printed_after_the_figure_with_linked_exp
     assert "`experiments/chain_experiment.ipynb:cell 26`" in block
     without = gallery_markdown(summarize_claims(claims), {})
     assert "Published vs printed" not in without
+
+
+def test_a_printed_mean_carried_by_one_of_their_draws_is_explained_anywhere():
+    point = "sigma=0;M=0.2;p_out=0.01"
+    prt = _printed_frame([["gtv_fig09_sbm_sampling", "primal_dual", "nlasso", point, "", "label_mse", stat, v, 1.0, "s"]
+                          for stat, v in (("mean", 1e-2), ("std", 2e-2))])
+    table = pd.DataFrame([{"variant": "published", "p_out": 0.01, "M": 0.2, "sigma": 0.0, "method": "primal_dual",
+                           "penalty": "nlasso", "lam": 0.01, "seed": s, "metric": "label_mse", "value": 2e-5}
+                          for s in range(5)])
+    row = compare_printed(table, "gtv_fig09_sbm_sampling", prt).iloc[0]
+    assert not row["within"] and (row["explanation"], row["status"]) == ("one-draw", "explained")
+    tight = prt.assign(value=np.where(prt["stat"] == "std", 1e-3, prt["value"]))   # std/mean 0.1: no
+    row = compare_printed(table, "gtv_fig09_sbm_sampling", tight).iloc[0]
+    assert row["explanation"] == "to-investigate"
