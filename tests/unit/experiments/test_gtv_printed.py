@@ -208,3 +208,16 @@ def test_a_printed_mean_carried_by_one_of_their_draws_is_explained_anywhere():
     tight = prt.assign(value=np.where(prt["stat"] == "std", 1e-3, prt["value"]))   # std/mean 0.1: no
     row = compare_printed(table, "gtv_fig09_sbm_sampling", tight).iloc[0]
     assert row["explanation"] == "to-investigate"
+
+
+def test_the_step_scans_reference_is_the_printed_accuracy_of_fig06s_algorithm():
+    """config's ``reference_accuracy`` of ``gtv_mnist_step_scan`` is the number the
+    two-cluster notebook prints for Alg. 1 at lambda = 1 (not another notebook's)."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))["experiments"]
+    frame = load_printed()
+    row = frame[(frame["target"] == "gtv_fig06_mnist_methods") & (frame["method"] == "primal_dual")
+                & (frame["metric"] == "accuracy")]
+    assert row["point"].tolist() == ["lam=1"]
+    assert config["gtv_mnist_step_scan"]["reference_accuracy"] == float(row["value"].iloc[0])
