@@ -221,3 +221,11 @@ def test_the_step_scans_reference_is_the_printed_accuracy_of_fig06s_algorithm():
                 & (frame["metric"] == "accuracy")]
     assert row["point"].tolist() == ["lam=1"]
     assert config["gtv_mnist_step_scan"]["reference_accuracy"] == float(row["value"].iloc[0])
+
+
+def test_a_printed_file_that_does_not_match_its_hash_is_refused(monkeypatch, tmp_path):
+    copy = tmp_path / "printed_numbers.csv"
+    copy.write_text(printed.CSV.read_text(encoding="utf-8").replace("0.973", "0.983"), encoding="utf-8")
+    monkeypatch.setattr(printed, "CSV", copy)
+    with pytest.raises(ValueError, match="does not match CSV_SHA256"):
+        printed.load_printed(copy)

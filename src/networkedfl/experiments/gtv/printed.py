@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import re
 import subprocess
@@ -39,15 +40,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["ACCURACY_POINTS", "COLUMNS", "COMMIT", "COMPARISON_COLUMNS", "CSV", "EXPLANATIONS", "MSE_FACTOR",
+__all__ = ["ACCURACY_POINTS", "COLUMNS", "COMMIT", "COMPARISON_COLUMNS", "CSV", "CSV_SHA256", "EXPLANATIONS", "MSE_FACTOR",
            "REPO", "SOURCES", "TO_INVESTIGATE", "Explanation", "PrintedCell", "compare_printed", "explanation_for",
            "extract", "extract_notebooks", "fixture_notebook", "load_printed", "parse_point", "printed_markdown",
            "printed_targets", "show_printed"]
 
 REPO = "sahelyiyi/FederatedLearning"
 COMMIT = "6c3033ee36b7477b31ab41070f038941e71ab048"
-#: The committed extraction (columns :data:`COLUMNS`).
+#: The committed extraction (columns :data:`COLUMNS`) and its SHA-256: the hash makes a
+#: refresh of the file a change of this module's code, so the pipeline's code hash reruns the
+#: reports and the gallery that show it (``--write`` updates both).
 CSV = Path(__file__).with_name("printed_numbers.csv")
+CSV_SHA256 = "7835b944522e5c177a16a96ff136e0bd6c74de55552c81b6497b795bfe9bfb8d"
 COLUMNS = ["target", "method", "penalty", "point", "iteration", "metric", "stat", "value", "factor", "source"]
 #: An MSE more than this factor away from the printed one (either way) is flagged.
 MSE_FACTOR = 10.0
@@ -280,8 +284,22 @@ def fixture_notebook(notebook: Mapping[str, Any], cells: Sequence[int]) -> dict[
 
 
 def load_printed(path: str | Path = CSV) -> pd.DataFrame:
-    """The committed printed numbers (:data:`CSV`)."""
+    """The committed printed numbers (:data:`CSV`, checked against :data:`CSV_SHA256`: a
+    file edited by hand, or refreshed without ``--write``, is refused)."""
+    if Path(path) == CSV and hashlib.sha256(CSV.read_bytes()).hexdigest() != CSV_SHA256:
+        raise ValueError(f"{CSV.name} does not match CSV_SHA256 of {Path(__file__).name}: refresh both with "
+                         "`python -m networkedfl.experiments.gtv.printed --git-dir <clone>/.git --write`")
     return pd.read_csv(path, keep_default_na=False, dtype={"point": str, "iteration": str})
+
+
+def _write(table: pd.DataFrame) -> None:
+    """Write :data:`CSV` and its hash into this module's :data:`CSV_SHA256`."""
+    text = table.to_csv(index=False, lineterminator="\n")
+    CSV.write_text(text, encoding="utf-8")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    source = Path(__file__).read_text(encoding="utf-8")
+    Path(__file__).write_text(re.sub(r'^CSV_SHA256 = "[0-9a-f]*"$', f'CSV_SHA256 = "{digest}"', source, flags=re.M),
+                              encoding="utf-8")
 
 
 def printed_targets(printed: pd.DataFrame | None = None) -> list[str]:
@@ -536,7 +554,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     read = _git_reader(args.git_dir)
     table = extract_notebooks(read)
     if args.write:
-        table.to_csv(CSV, index=False, lineterminator="\n")
+        _write(table)
     else:
         print(table.to_string())
     if args.fixtures:
