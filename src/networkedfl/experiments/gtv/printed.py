@@ -10,12 +10,14 @@ counterpart, with the grid point they ran at and the metric of our tables they a
 (:func:`extract` reads them; nothing is typed by hand).  The extracted table is committed
 beside this module (:data:`CSV`), so that nothing is downloaded when the report is built.
 
-Refresh it from a clone (or the ``fetch`` of the repository) with::
+Refresh it from a clone of the repository with::
 
-    python -m networkedfl.experiments.gtv.printed --git-dir <clone>/.git --write
+    python -m networkedfl.experiments.gtv.printed --git-dir <clone>/.git --write \
+        --fixtures tests/unit/experiments/printed_fixtures
 
-which reads each notebook with ``git show <COMMIT>:experiments/<notebook>.ipynb``, rewrites
-:data:`CSV` and the test fixtures (``--fixtures``: the same cells' outputs, nothing else).
+which reads each notebook with ``git show <COMMIT>:experiments/<notebook>.ipynb`` and
+rewrites :data:`CSV` and its hash :data:`CSV_SHA256` (and with ``--fixtures <dir>`` the unit
+tests' fixtures: the same cells' printed outputs, nothing else).
 
 :func:`compare_printed` joins the printed means with a target's table (mean over seeds of
 our ``published`` variant at the same grid point and iteration): the ratio ours / printed
