@@ -155,7 +155,7 @@ def failures_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]],
     for kind, title in (("paper equations", "Fail under the paper's equations as written (`paper` fails, "
                                             "`published` holds or is inconclusive)"),
                         ("every variant", "Fail in every variant")):
-        lines += [f"**{title}**: {len(kinds[kind])}.", "", *kinds[kind], ""]
+        lines += [f"**{title}**: {len(kinds[kind])}.", ""] + ([*kinds[kind], ""] if kinds[kind] else [])
     return lines
 
 
