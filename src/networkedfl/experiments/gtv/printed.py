@@ -434,9 +434,9 @@ def _judge(metric: str, ours: float, theirs: float) -> tuple[float, bool]:
 def _note(row: Mapping[str, Any], used: Any) -> str:
     if row["iteration"] == "" or used is None or int(row["iteration"]) == used:
         return ""
-    return (f"ours at iteration {used}, printed at {row['iteration']}: the nearest we run "
-            "(the default config stops the MNIST methods at the plotted iteration 49; the notebooks print "
-            "Alg. 1 after K = 70 and IFCA every 20 rounds)")
+    return (f"ours at iteration {used}, printed at {row['iteration']}: the nearest this run has (the default "
+            "configuration stops the MNIST methods at iteration 50; the notebooks print Alg. 1 after K = 70 and "
+            "IFCA every 20 rounds)")
 
 
 def compare_printed(table: pd.DataFrame, target: str, printed: pd.DataFrame | None = None, *,
