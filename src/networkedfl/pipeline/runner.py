@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..algorithms.errors import NonFiniteError
 from ..experiments import get_experiment
+from ..experiments.claims import design
 from ..experiments.tuning import (
     at_horizon,
     evaluate_point,
@@ -496,7 +497,8 @@ def _claims_of(target: str, table: pd.DataFrame, params: Mapping[str, Any],
         raise ValueError(f"{where}: the table has no rows, so no claim can be evaluated (a broken run or "
                          "table, not a verdict); no claims were written")
     try:
-        claims = get_experiment(target).claims(table, params)
+        with design(params.get("design")):  # the margins of docs/verdicts.md#design
+            claims = get_experiment(target).claims(table, params)
     except Exception as exc:  # noted and raised: an error in claim code is a bug, not a verdict
         exc.add_note(f"while evaluating the claims of {where}: no claims were written")
         raise
