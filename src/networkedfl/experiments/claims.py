@@ -154,11 +154,14 @@ def design(block: Mapping[str, Any] | None) -> Iterator[None]:
     """Evaluate claims under a target's design (its config's ``design`` block,
     docs/verdicts.md#design): ``ratio_margin`` (a ratio's smallest effect of interest, e.g.
     0.1 for 10 %: a log-scale case's margin is ``log(1.1)``) and ``difference_margin`` (a
-    linear-scale case's, in the statistic's units).  Cases without their own ``margin`` take
-    it from here; outside any design the margin is 0 (no equivalent verdict)."""
+    linear-scale case's, in the statistic's units; or a mapping from a word of the case's
+    label, e.g. ``accuracy`` or ``area``, to the margin of the cases whose label holds it).
+    Cases without their own ``margin`` take it from here; outside any design the margin is 0
+    (no equivalent verdict)."""
     block = dict(block or {})
-    margins = {"log": math.log1p(float(block.get("ratio_margin", 0.0))),
-               "linear": float(block.get("difference_margin", 0.0))}
+    linear = block.get("difference_margin", 0.0)
+    linear = {str(k): float(v) for k, v in linear.items()} if isinstance(linear, Mapping) else {"": float(linear)}
+    margins = {"log": math.log1p(float(block.get("ratio_margin", 0.0))), **{f"linear:{k}": v for k, v in linear.items()}}
     if any(not math.isfinite(m) or m < 0 for m in margins.values()):
         raise ValueError(f"design {block}: margins must be finite and >= 0")
     token = _DESIGN.set(margins)
@@ -166,6 +169,16 @@ def design(block: Mapping[str, Any] | None) -> Iterator[None]:
         yield
     finally:
         _DESIGN.reset(token)
+
+
+def _design_margin(scale: str, label: str) -> float:
+    margins = _DESIGN.get() or {}
+    if scale == "log":
+        return margins.get("log", 0.0)
+    for key, value in margins.items():  # the first word of the mapping found in the label
+        if key.startswith("linear:") and key[7:] and key[7:] in label:
+            return value
+    return margins.get("linear:", 0.0)
 
 
 def split_counts(values: Sequence[float], gap: float = 5.0, min_gap: float = 0.0) -> tuple[int, int] | None:
@@ -240,7 +253,7 @@ class Case:
     @property
     def delta(self) -> float:
         """The margin on the case's scale (its own, else the design's)."""
-        return self.margin if self.margin is not None else (_DESIGN.get() or {}).get(self.scale, 0.0)
+        return self.margin if self.margin is not None else _design_margin(self.scale, f"{self.what} {self.name}")
 
     def interval(self, level: float = LEVEL) -> tuple[float, float, float]:
         if level not in self._intervals:

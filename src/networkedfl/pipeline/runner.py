@@ -399,9 +399,9 @@ def group_params(config: Mapping[str, Any], target: str, job: str) -> dict[str, 
 def setting_run_key(params: Mapping[str, Any], setting: str, seed_list: Sequence[int], base_seed: int,
                     code: str, digests: Mapping[str, Any]) -> str:
     """What one setting's runs in a grouped job depend on, hashed: the parameters it runs
-    with (tuned values applied; ``threads`` left out), its seeds, the base seed, the code
-    hash and the input files' digests."""
-    identity = {"params": {k: v for k, v in params.items() if k != "threads"}, "setting": setting,
+    with (tuned values applied; ``threads`` and the verdicts' ``design`` left out), its seeds,
+    the base seed, the code hash and the input files' digests."""
+    identity = {"params": {k: v for k, v in params.items() if k not in ("threads", "design")}, "setting": setting,
                 "seeds": [int(s) for s in seed_list], "base_seed": int(base_seed), "code": code, "inputs": digests}
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 

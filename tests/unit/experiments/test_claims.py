@@ -205,6 +205,10 @@ def test_the_design_gives_the_cases_their_margin_on_their_scale():
         assert below("x", a, b, scale="linear").delta == 0.5
         assert claim("c", below("x", a, b, margin=0.0)).verdict == HOLDS  # a case's own margin wins
     assert below("x", a, b).delta == 0.0  # outside the design, no margin
+    with design({"difference_margin": {"accuracy": 0.01, "area": 0.5}}):
+        assert below("x", a, b, scale="linear", what="area 0-49: A - B").delta == 0.5
+        assert below("accuracy at 49", a, b, scale="linear").delta == 0.01
+        assert below("loss", a, b, scale="linear").delta == 0.0  # no word of the mapping: no margin
     with pytest.raises(ValueError, match="margins"), design({"ratio_margin": -0.1}):
         pass
 
