@@ -8,10 +8,12 @@ beyond the bound its power is ``P(T > t_{1 - alpha/2, n-1})`` for ``T`` noncentr
 (:func:`power`).  The pilot's ``sd`` is backed out of a claim's interval half-width,
 ``sd = half sqrt(n) / t_{0.975, n-1}`` (:func:`sd_from_interval`).
 
-``python -m networkedfl.experiments.design docs/gallery/claims.md`` prints, per statistical
-paper claim of the committed gallery (the pilot), its scale, spread, the seeds for 80 %
-power at its target's margin (``config/config.yaml``'s ``design`` blocks) and the smallest
-effect its current seeds detect with 80 % power.
+``git show a8ceb51:docs/gallery/claims.md | python -m networkedfl.experiments.design -``
+prints, per statistical paper claim of the pilot (the gallery of that commit, fixed: the
+design is not recomputed from later results), its scale, spread, the seeds for 80 % power at
+its target's margin (``config/config.yaml``'s ``design`` blocks) and the smallest effect its
+current seeds detect with 80 % power; then the seeds per target.  ``--write`` puts the
+tables into ``docs/verdicts.md`` between its ``design:begin``/``design:end`` markers.
 """
 
 from __future__ import annotations
@@ -155,15 +157,25 @@ def target_seeds(rows: list[dict[str, Any]]) -> dict[str, int | None]:
 def main(argv: list[str] | None = None) -> int:
     import yaml
 
-    args = sys.argv[1:] if argv is None else argv
-    claims_md = Path(args[0] if args else "docs/gallery/claims.md").read_text(encoding="utf-8")
+    args = sys.argv[1:] if argv is None else list(argv)
+    write = "--write" in args
+    args = [a for a in args if a != "--write"]
+    source = args[0] if args else "docs/gallery/claims.md"
+    claims_md = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     config = yaml.safe_load(Path(args[1] if len(args) > 1 else "config/config.yaml").read_text(encoding="utf-8"))
     designs = {t: block.get("design", {}) for t, block in config["experiments"].items() if isinstance(block, dict)}
     rows = design_rows(claims_md, designs)
-    sys.stdout.write(design_markdown(rows) + "\n| target | seeds run | design seeds (80 % power at the margin) |\n|---|---|---|\n")
-    for target, seeds in target_seeds(rows).items():
-        run = config["experiments"][target].get("repetitions")
-        sys.stdout.write(f"| `{target}` | {run} | {seeds if seeds is not None else '> 100000'} |\n")
+    text = "| target | seeds run | design seeds (80 % power at the margin) |\n|---|---|---|\n" + "".join(
+        f"| `{target}` | {config['experiments'][target].get('repetitions')} | "
+        f"{seeds if seeds is not None else '> 100000'} |\n" for target, seeds in target_seeds(rows).items())
+    text += "\nPer claim of the pilot (the effect detected is on the claim's scale):\n\n" + design_markdown(rows)
+    if not write:
+        sys.stdout.write(text)
+        return 0
+    page = Path("docs/verdicts.md")
+    head, rest = page.read_text(encoding="utf-8").split("<!-- design:begin -->\n", 1)
+    page.write_text(f"{head}<!-- design:begin -->\n{text}<!-- design:end -->{rest.split('<!-- design:end -->', 1)[1]}",
+                    encoding="utf-8")
     return 0
 
 
