@@ -229,7 +229,9 @@ class Case:
     extra: str = ""
     margin: float | None = None
     test: Test = "superiority"
-    _intervals: dict[float, tuple[float, float, float]] = field(default_factory=dict, repr=False, compare=False)
+    #: The intervals computed so far, per level (not an argument: a ``dataclasses.replace``d case starts afresh).
+    _intervals: dict[float, tuple[float, float, float]] = field(default_factory=dict, init=False, repr=False,
+                                                                compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", np.asarray(self.values, float).ravel())
@@ -308,7 +310,7 @@ class Case:
         if self.n == 1 and self.noise is not None:
             seeds += f", noise sd {_fmt(self.noise)}"
         if self.delta > 0 and not self.two_sided:
-            seeds += f", margin {_fmt(self.shown(self.delta)) if self.scale == 'log' else _fmt(self.delta)}"
+            seeds += f", margin {'ratio ' + _fmt(self.shown(self.delta)) if self.scale == 'log' else _fmt(self.delta)}"
         if self.test == "noninferiority":
             seeds += ", non-inferiority"
         split = self.split()

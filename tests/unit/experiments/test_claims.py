@@ -291,3 +291,11 @@ def test_old_claims_files_are_counted_by_their_interval_method():
     assert test_of({"interval_method": "every seed (a property of each realisation)"}) == "every_seed"
     assert test_of({"interval_method": "t, 95 %, paired by seed"}) == "statistical"
     assert test_of({"test": "fixed", "interval_method": ""}) == "fixed"
+
+
+def test_a_replaced_case_computes_its_interval_afresh():
+    import dataclasses
+
+    case = threshold("x", [1.0, 2.0, 3.0], lt=10.0)
+    assert case.interval()[0] == 2.0
+    assert dataclasses.replace(case, values=np.array([5.0, 6.0, 7.0])).interval()[0] == 6.0
