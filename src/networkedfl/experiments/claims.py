@@ -101,8 +101,9 @@ def t_interval(values: Sequence[float], level: float = LEVEL, noise: float | Non
 
 #: From this many seeds on, a case's interval is the BCa bootstrap (below, Student's t): the
 #: rule fixed in advance (docs/verdicts.md#intervals).  Simulated at the project's seed
-#: counts, the bootstrap covers worse than t below 20 seeds on normal, log-normal and
-#: two-cluster data (``tests/unit/experiments/test_coverage.py``).
+#: counts (``benchmarks/interval_coverage.py``), the bootstrap covers no better than t below
+#: 40 seeds on normal, log-normal and two-cluster data, and a rare second cluster better
+#: from 40 (``tests/unit/experiments/test_coverage.py``).
 BOOTSTRAP_FROM = 40
 #: Resamples of the bootstrap and the seed of its generator (fixed: a rerun is identical).
 BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED = 9999, 0
