@@ -355,6 +355,24 @@ def gallery_ablations():
     return [t for t in gallery_targets() if get_experiment(t).ablation_of]
 
 
+def gallery_printed():
+    """The selected GTV targets running a `published` variant whose counterparts the
+    authors' notebooks print (docs/printed.md): the gallery shows ours beside them."""
+    from networkedfl.experiments.gtv.printed import printed_targets
+
+    printed = set(printed_targets())
+    return [t for t in gallery_targets()
+            if t in printed and "published" in (config["experiments"][t].get("variants") or {})]
+
+
+def gallery_diagnostics():
+    """The selected ablation and step-scan targets whose tables diagnose failing claims
+    (networkedfl.experiments.diagnosis): the gallery shows their numbers beside the verdicts."""
+    from networkedfl.experiments.diagnosis import DIAGNOSTIC_TARGETS
+
+    return [t for t in gallery_targets() if t in DIAGNOSTIC_TARGETS]
+
+
 def gallery_tuned():
     """The selected targets with a tuning grid: the gallery lists their tuning."""
     return [t for t in gallery_targets() if tuning_settings(config, t)]
