@@ -31,7 +31,8 @@ from networkedfl.datasets.reviews import (
     read_review_file,
     review_files,
 )
-from networkedfl.experiments.gfl.reviews import review_stats_claims, run_review_stats
+from networkedfl.experiments.gfl.claims import review_stats_claims
+from networkedfl.experiments.gfl.reviews import run_review_stats
 from networkedfl.experiments.gfl.reviews_nlp import knn_similarity_graph
 from networkedfl.io import vendored_dataset
 

@@ -139,7 +139,7 @@ def test_ring_graph():
 
 
 def test_lecture_table_claims_detect_a_changed_cell():
-    from networkedfl.experiments.lecture.runs import lecture_table_claims
+    from networkedfl.experiments.lecture.claims import lecture_table_claims
 
     table = run_job({"seed": 1, "experiments": {"lecture_table1_fedsgd_fedavg": {"repetitions": 1}}},
                     "lecture_table1_fedsgd_fedavg", "all", 0)

@@ -6,8 +6,7 @@ import pandas as pd
 import pytest
 
 from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
-from networkedfl.experiments.gfl.reviews_nlp import review_nlp_claims
-from networkedfl.experiments.gfl.synthetic import dfl_claims, synthetic_claims
+from networkedfl.experiments.gfl.claims import dfl_claims, review_nlp_claims, synthetic_claims
 
 METHODS = ("BiG-FL", "FeSEM", "FedAvg", "DFL-SGD", "DFL-GT")
 
