@@ -2,7 +2,7 @@
 client-server vs peer-to-peer): one function ``<what>_claims(table, params) -> list[Claim]``
 per target, registered in :mod:`.targets`; the helpers they share are here.
 
-* ``lecture_table1_fedsgd_fedavg``: the lecture's table and the uploads in the runs' logs, exact checks.
+* ``lecture_table1_fedsgd_fedavg``: the uploads in the runs' logs, an exact check.
 * ``lecture_fig1_fedsgd_vs_fedavg``: a demonstration the lecture does not run; its claims
   are decided by :mod:`networkedfl.experiments.claims` (``docs/verdicts.md``) from per-seed
   values paired by seed.
@@ -26,17 +26,14 @@ Params = Mapping[str, Any]
 
 
 def lecture_table_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """The lecture's table, cell for cell, and the uploads in the runs' logs: exact checks."""
+    """The uploads in the runs' logs against the lecture's table: an exact check.  The table's
+    cells are written by the run from :data:`~.runs.LECTURE_TABLE`; comparing them with it
+    would compare a constant with itself (issue 40), so no claim does."""
     got = {(r.method, r.metric): str(r.value) for r in table.itertuples()}
-    verbatim = {f"{m} / {c}": got.get((m, c)) == text
-                for m, row in LECTURE_TABLE.items() for c, text in row.items()}
-    wrong = [k for k, ok in verbatim.items() if not ok]
     uploads = {m: got.get((m, "run_log_upload")) for m in LECTURE_TABLE}
     return [
-        exact("rows and columns verbatim", not wrong,
-              "all 8 cells match the lecture" if not wrong else f"differ: {wrong}"),
-        exact("the run log shows FedSGD uploading gradients and FedAvg models",
-              uploads == {"FedSGD": "gradients", "FedAvg": "models"}, f"uploaded: {uploads}"),
+        exact("the run log shows FedSGD uploading gradients and FedAvg models, as the lecture's Upload "
+              "column says", uploads == {"FedSGD": "gradients", "FedAvg": "models"}, f"uploaded: {uploads}"),
     ]
 
 
