@@ -31,7 +31,7 @@ import json
 import math
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal
 
@@ -40,7 +40,8 @@ import pandas as pd
 
 from .deviations import DEVIATIONS
 
-__all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "register", "register_target", "rng_for"]
+__all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "inferred", "register", "register_target",
+           "rng_for"]
 
 Params = Mapping[str, Any]
 
@@ -67,7 +68,9 @@ class Claim:
     check of the comparison itself; by default read from a ``[reference]`` or
     ``[diagnostic]`` prefix of the text).  ``effect`` with its interval ``low``..``high``
     (``interval`` says how it was computed) and ``n_seeds`` are those of the case that
-    decided the claim; exact checks have none.
+    decided the claim; exact checks have none.  ``inferred`` marks a claim EXPERIMENTS.md
+    tags [inferred] (expected from the sources, not stated by the paper; :func:`inferred`),
+    shown beside its text in the notebooks and the gallery.
     """
 
     claim: str
@@ -80,6 +83,7 @@ class Claim:
     high: float | None = None
     interval: str = ""
     effect_label: str = ""
+    inferred: bool = False
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -104,7 +108,14 @@ class Claim:
         return {"claim": self.claim, "verdict": self.verdict, "kind": self.kind, "n_seeds": self.n_seeds,
                 "effect": num(self.effect), "effect_label": self.effect_label,
                 "interval": [num(self.low), num(self.high)] if self.low is not None else None,
-                "interval_method": self.interval, "detail": self.detail}
+                "interval_method": self.interval, "detail": self.detail, "inferred": self.inferred}
+
+
+def inferred(*claims: Claim) -> list[Claim]:
+    """``claims`` tagged [inferred]: EXPERIMENTS.md lists them as expected from the sources,
+    not stated by the paper (its provenance tags).  Set where the claims are built, in the
+    family's ``claims`` module."""
+    return [replace(c, inferred=True) for c in claims]
 
 
 def _single_setting(params: Params) -> list[str]:

@@ -35,7 +35,7 @@ from ..claims import (
     threshold,
 )
 from ..claims import claim as claim_of
-from ..registry import Claim
+from ..registry import Claim, inferred
 from .reviews import stats_frame
 from .synthetic import (
     SYNTHETIC_ID,
@@ -340,8 +340,8 @@ def review_nlp_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     methods = [m for m in final.columns if m != MEAN]
     texts = ("every method ends below its round-0 test loss", "BiG-FL ends lowest",
              "FeSEM ends below FedAvg and DFL")
-    claims = [decided(texts[0], lambda: all_of(texts[0], [
-        below(m, final[m], start[m], what="final / round 0") for m in methods]), [final, start])]
+    claims = inferred(decided(texts[0], lambda: all_of(texts[0], [
+        below(m, final[m], start[m], what="final / round 0") for m in methods]), [final, start]))
     if "BiG-FL" in final.columns:
         others = [m for m in final.columns if m not in ("BiG-FL", *REFERENCES)]
         claims.append(decided(texts[1], lambda: all_of(texts[1], below_each(final, "BiG-FL", others)), [final]))

@@ -11,9 +11,10 @@
   linear scale.
 * The quirk ablations (issue 16; not in the paper): diagnostics of the ablation itself.
 
-Every statistical claim is decided by :mod:`networkedfl.experiments.claims`
-(``docs/verdicts.md``) from per-seed values; a failing claim is reported, it does not fail
-the run.
+A claim EXPERIMENTS.md tags [inferred] (expected, not stated by the paper) is built through
+:func:`~networkedfl.experiments.registry.inferred`.  Every statistical claim is decided by
+:mod:`networkedfl.experiments.claims` (``docs/verdicts.md``) from per-seed values; a failing
+claim is reported, it does not fail the run.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from ..claims import (
     seed_values,
     threshold,
 )
-from ..registry import Claim
+from ..registry import Claim, inferred
 from .ablation import ablation_switches, headline_per_seed
 from .diagrams import _edges, _nodes
 from .linear import METHOD_NAMES
@@ -121,14 +122,14 @@ def highdim_sbm_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     others = [m for m in label.columns if m != alg]
     baselines = ("fedavg", "pooled_linear")
     return [
-        all_of("Alg. 1 (l1) has the lowest label MSE of the five rows",
-               [_below("label MSE", label, alg, m, _ratio(alg, m)) for m in others]),
-        all_of("Alg. 1 is below FedAvg and pooled linear regression (label and parameter MSE)",
+        *inferred(all_of("Alg. 1 (l1) has the lowest label MSE of the five rows",
+               [_below("label MSE", label, alg, m, _ratio(alg, m)) for m in others])),
+        *inferred(all_of("Alg. 1 is below FedAvg and pooled linear regression (label and parameter MSE)",
                [_below(f"{name} MSE", wide, alg, b, _ratio(alg, b))
-                for b in baselines for name, wide in (("label", label), ("parameter", mse))]),
-        claim("the pooled tree is above pooled linear regression (label MSE)",
+                for b in baselines for name, wide in (("label", label), ("parameter", mse))])),
+        *inferred(claim("the pooled tree is above pooled linear regression (label MSE)",
               above("label MSE", *seed_values(label, "pooled_tree", "pooled_linear"),
-                    what=_ratio("pooled_tree", "pooled_linear"))),
+                    what=_ratio("pooled_tree", "pooled_linear")))),
     ]
 
 
@@ -140,12 +141,12 @@ def num_clusters_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
         all_of("FedAvgC is at most FedAvg for every k",
                [below(f"k={k}", *seed_values(mse, ("fedavg_clusters", k), ("fedavg", k)), strict=False,
                       what=_ratio("fedavg_clusters", "fedavg")) for k in ks]),
-        all_of("Alg. 1 is below FedAvg and IFCA for every k",
+        *inferred(all_of("Alg. 1 is below FedAvg and IFCA for every k",
                [_below(f"k={k}", mse, ("l1", k), (b, k), _ratio("l1", b))
-                for b in ("fedavg", "ifca") for k in ks]),
-        claim(f"FedAvg at k = {k_hi} is above FedAvg at k = {k_lo}",
+                for b in ("fedavg", "ifca") for k in ks])),
+        *inferred(claim(f"FedAvg at k = {k_hi} is above FedAvg at k = {k_lo}",
               above(f"k={k_hi} vs k={k_lo}", *seed_values(mse, ("fedavg", k_hi), ("fedavg", k_lo)),
-                    what=f"FedAvg k={k_hi} / k={k_lo}")),
+                    what=f"FedAvg k={k_hi} / k={k_lo}"))),
     ]
 
 
@@ -173,12 +174,12 @@ def chain_sampling_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     return [
         all_of("for every M, l1 and nLasso are below MOCHA, averaged over eps",
                _below_mocha(avg, [(p, m) for p in SPARSE for m in m_values], "M", "eps")),
-        all_of(f"for l1 and nLasso, M = {m_hi} lies below M = {m_lo} at eps = {eps_hi}",
+        *inferred(all_of(f"for l1 and nLasso, M = {m_hi} lies below M = {m_lo} at eps = {eps_hi}",
                [_below(_name(p), mse, (p, m_hi, eps_hi), (p, m_lo, eps_hi), f"M={m_hi:g} / M={m_lo:g}")
-                for p in SPARSE]),
-        claim(f"for l1 at M = {m_lo}, MSE at eps = {eps_hi} is above eps = {eps_lo}",
+                for p in SPARSE])),
+        *inferred(claim(f"for l1 at M = {m_lo}, MSE at eps = {eps_hi} is above eps = {eps_lo}",
               above(_name("l1"), *seed_values(mse, ("l1", m_lo, eps_hi), ("l1", m_lo, eps_lo)),
-                    what=f"eps={eps_hi:g} / eps={eps_lo:g}")),
+                    what=f"eps={eps_hi:g} / eps={eps_lo:g}"))),
     ]
 
 
@@ -201,8 +202,8 @@ def chain_noise_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     s_lo = table["sigma"].min()
     at_lo = _averaged_over(mse.xs(s_lo, axis=1, level="sigma", drop_level=False), "eps")
     return [
-        all_of("for every penalty and eps, MSE increases with sigma",
-               _increasing_in_sigma(mse, [(p, e) for p in penalties for e in eps_values], ("penalty", "eps"))),
+        *inferred(all_of("for every penalty and eps, MSE increases with sigma",
+               _increasing_in_sigma(mse, [(p, e) for p in penalties for e in eps_values], ("penalty", "eps")))),
         all_of(f"at sigma = {s_lo}, l1 and nLasso are below MOCHA, averaged over eps",
                _below_mocha(at_lo, [(p, s_lo) for p in SPARSE], "sigma", "eps")),
     ]
@@ -218,15 +219,15 @@ def sbm_sampling_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     penalties = sorted(table["penalty"].dropna().unique())
     small_p = sorted(v for v in table["p_out"].unique() if v <= 0.1)
     return [
-        all_of(f"for every penalty and M, MSE at p_out = {p_lo} is below MSE at p_out = {p_hi}",
+        *inferred(all_of(f"for every penalty and M, MSE at p_out = {p_lo} is below MSE at p_out = {p_hi}",
                [_below(f"{_name(p)}, M={m:g}", mse, (p, m, p_lo), (p, m, p_hi), f"p_out={p_lo:g} / p_out={p_hi:g}")
-                for p in penalties for m in m_values]),
-        all_of(f"for l1 and nLasso, M = {m_hi} lies below M = {m_lo} at every p_out <= 0.1",
+                for p in penalties for m in m_values])),
+        *inferred(all_of(f"for l1 and nLasso, M = {m_hi} lies below M = {m_lo} at every p_out <= 0.1",
                [_below(f"{_name(p)}, p_out={q:g}", mse, (p, m_hi, q), (p, m_lo, q), f"M={m_hi:g} / M={m_lo:g}")
-                for p in SPARSE for q in small_p]),
-        all_of(f"at p_out = {p_lo}, M = {m_hi}, l1 and nLasso are below MOCHA",
+                for p in SPARSE for q in small_p])),
+        *inferred(all_of(f"at p_out = {p_lo}, M = {m_hi}, l1 and nLasso are below MOCHA",
                [_below(_name(p), mse, (p, m_hi, p_lo), ("mocha", m_hi, p_lo), _ratio(p, "mocha"))
-                for p in SPARSE]),
+                for p in SPARSE])),
     ]
 
 
@@ -237,11 +238,11 @@ def sbm_noise_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     small_p = sorted(v for v in table["p_out"].unique() if v <= 0.1)
     sigmas = sorted(table["sigma"].unique())
     return [
-        all_of("for every penalty and p_out <= 0.1, MSE increases with sigma",
-               _increasing_in_sigma(mse, [(p, q) for p in penalties for q in small_p], ("penalty", "p_out"))),
-        all_of(f"for every penalty and sigma, MSE at p_out = {p_lo} is below MSE at p_out = {p_hi}",
+        *inferred(all_of("for every penalty and p_out <= 0.1, MSE increases with sigma",
+               _increasing_in_sigma(mse, [(p, q) for p in penalties for q in small_p], ("penalty", "p_out")))),
+        *inferred(all_of(f"for every penalty and sigma, MSE at p_out = {p_lo} is below MSE at p_out = {p_hi}",
                [_below(f"{_name(p)}, sigma={s:g}", mse, (p, p_lo, s), (p, p_hi, s),
-                       f"p_out={p_lo:g} / p_out={p_hi:g}") for p in penalties for s in sigmas]),
+                       f"p_out={p_lo:g} / p_out={p_hi:g}") for p in penalties for s in sigmas])),
     ]
 
 
@@ -269,10 +270,10 @@ def covariance_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
         )
         shown[f"cluster {c + 1}"] = f"eigenvalues {np.round(np.linalg.eigvalsh(got), 3).tolist()}"
     return [
-        all_of("Alg. 1 (l1 and nLasso) is below MOCHA on both node sets (label MSE)",
-               [c for p in SPARSE for c in cases(p, "mocha")]),
-        all_of("Alg. 1 is below FedAvg and pooled regression (label MSE, both node sets)",
-               [c for p in SPARSE for b in ("fedavg", "pooled_linear") for c in cases(p, b)]),
+        *inferred(all_of("Alg. 1 (l1 and nLasso) is below MOCHA on both node sets (label MSE)",
+               [c for p in SPARSE for c in cases(p, "mocha")])),
+        *inferred(all_of("Alg. 1 is below FedAvg and pooled regression (label MSE, both node sets)",
+               [c for p in SPARSE for b in ("fedavg", "pooled_linear") for c in cases(p, b)])),
         check_all("the covariances used are symmetric positive definite and equal the table's", ok, shown),
     ]
 
@@ -280,11 +281,11 @@ def covariance_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
 def unbalanced_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     mse = per_seed(_pd(table), ["penalty", "size_c2"], MSE)
     sizes = sorted(table["size_c2"].unique())
-    return [
+    return inferred(*(
         all_of(f"{p} is below MOCHA for every |C2|",
                [_below(f"|C2|={s}", mse, (p, s), ("mocha", s), _ratio(p, "mocha")) for s in sizes])
         for p in SPARSE
-    ]
+    ))
 
 
 # ------------------------------------------------------------------- Fig. 13 (Theorem 2)
@@ -318,10 +319,10 @@ def star_lambda_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     return [
         every_seed(f"s(lambda_max) <= {level:g} * s(lambda_min): all local models fused", fused, "; ".join(details)),
         every_seed("once below that level, the spread stays below it for all larger lambda", stays),
-        every_seed(
+        *inferred(every_seed(
             f"at lambda_min every w_i is within {tol:.0%} (relative l2) of node i's local least-squares fit",
             near_local, "largest relative distance per seed: " + ", ".join(f"{r:.3g}" for r in rel),
-        ),
+        )),
     ]
 
 
@@ -471,8 +472,8 @@ def mnist_lambda_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
                    what=f"accuracy(lambda = {mid:g}) - accuracy(lambda = {lam:g})") for lam in (low, high)]
     spread, duals = _final(pd_rows, "relative_spread", high), _final(pd_rows, "max_abs_dual", low)
     return [
-        all_of(f"final accuracy (iteration {k}) at lambda = {mid:g} exceeds lambda = {low:g} and "
-               f"lambda = {high:g}", cases),
+        *inferred(all_of(f"final accuracy (iteration {k}) at lambda = {mid:g} exceeds lambda = {low:g} and "
+               f"lambda = {high:g}", cases)),
         every_seed(f"at lambda = {high:g}, max_i ||w_i - w_bar|| / ||w_bar|| < 0.05", spread < 0.05,
                    "per seed: " + ", ".join(f"{v:.3g}" for v in spread)),
         every_seed(f"at lambda = {low:g} the dual variables stay 0", duals == 0,

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..claims import all_of, below, claim, exact, per_seed, threshold
-from ..registry import Claim
+from ..registry import Claim, inferred
 from .runs import LECTURE_TABLE, _run_name
 
 __all__ = ["lecture_demo_claims", "lecture_table_claims"]
@@ -95,16 +95,16 @@ def lecture_demo_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
         return frame[run] if run in frame.columns else pd.Series(dtype=float)
 
     return [
-        claim(f"at round T = {final}, FedAvg (E = 5, B = 10) is below FedSGD in test loss",
+        *inferred(claim(f"at round T = {final}, FedAvg (E = 5, B = 10) is below FedSGD in test loss",
               case_of(below, "FedAvg E5 B10 / FedSGD", column(last_loss, "fedavg-E5-B10"),
-                      column(last_loss, "fedsgd"), what="test loss ratio")),
-        all_of(f"every curve's test loss ends below its round-{first} value",
+                      column(last_loss, "fedsgd"), what="test loss ratio"))),
+        *inferred(all_of(f"every curve's test loss ends below its round-{first} value",
                [case_of(below, run, last_loss[run], first_loss[run], what=f"round {final} / round {first}")
-                for run in runs]),
-        claim("gossip keeps the clients' models together: its consensus distance (zero at the common "
+                for run in runs])),
+        *inferred(claim("gossip keeps the clients' models together: its consensus distance (zero at the common "
               f"start) ends at round T = {final} below that of the same local training without exchange",
               case_of(below, "gossip / no exchange", column(spread, gossip), column(spread, alone),
-                      what="consensus distance ratio")),
+                      what="consensus distance ratio"))),
         claim("to reach client-server FedAvg's (E = 1, B = 10) round-10 test loss, "
               "peer-to-peer sends at least as many messages",
               threshold("peer-to-peer / client-server messages", ratio.iloc[:, 0] / ratio.iloc[:, 1]
