@@ -171,10 +171,16 @@ def test_covariance_claims_cover_both_node_sets():
     assert verdicts(gtv_claims.covariance_claims(table, {"feature_cov": [cov[1], cov[0]]}))[2] == FAILS
 
 
-def _spreads(fused_at: dict[int, int | None], n_lam: int = 6) -> pd.DataFrame:
+def _spreads(fused_at: dict[int, int | None], n_lam: int = 6, critical: dict[int, float] | None = None
+             ) -> pd.DataFrame:
+    """Fig. 13's table: seed ``s`` fuses from grid index ``fused_at[s]`` (never: ``None``);
+    Theorem 2's critical lambda per seed ``critical`` (default: the grid lambda where it fuses,
+    or lambda_max)."""
     lams = np.logspace(-3, 2, n_lam)
     rows = []
     for seed, k in fused_at.items():
+        crit = (critical or {}).get(seed, lams[k] if k is not None else lams[-1])
+        rows.append({"lam": np.nan, "method": "theorem_2", "seed": seed, "metric": "critical_lambda", "value": crit})
         for i, lam in enumerate(lams):
             value = 2.0 * (1e-12 if k is not None and i >= k else 1.0 / (1 + i))
             rows.append({"lam": lam, "method": "primal_dual", "seed": seed, "metric": "spread", "value": value})
@@ -188,10 +194,28 @@ def _spreads(fused_at: dict[int, int | None], n_lam: int = 6) -> pd.DataFrame:
 def test_star_lambda_claims_hold_on_every_seed_or_fail_on_one():
     params = {"fusion_level": 1e-3, "local_fit_tolerance": 0.05}
     claims = star_lambda_claims(_spreads({0: 3, 1: 4, 2: 2}), params)
-    assert verdicts(claims) == [HOLDS, HOLDS, HOLDS] and claims[0].n_seeds == 3
+    assert verdicts(claims) == [HOLDS, HOLDS, HOLDS, HOLDS] and claims[0].n_seeds == 3
     assert verdicts(star_lambda_claims(_spreads({0: 3, 1: None, 2: 2}), params))[:2] == [FAILS, FAILS]
     strict = star_lambda_claims(_spreads({0: 3}), {**params, "local_fit_tolerance": 0.001})
     assert strict[2].verdict == FAILS  # 0.01 / (1 + node) above 0.1 %
+
+
+def test_fig13_fuses_beyond_theorem_2_s_critical_lambda_on_every_seed():
+    """Issue 41 item 4: Theorem 2 (the star is one well-connected cluster once lambda reaches
+    the critical lambda (35)) says every grid lambda at or above the seed's critical lambda is
+    fused.  A seed fusing only above its critical lambda fails the claim (one seed suffices);
+    fusing earlier than the critical lambda is allowed (the condition is sufficient)."""
+    params = {"fusion_level": 1e-3, "local_fit_tolerance": 0.05}
+    lams = np.logspace(-3, 2, 6)
+    held = star_lambda_claims(_spreads({0: 3, 1: 2}, critical={0: lams[3], 1: lams[4]}), params)[3]
+    assert held.verdict == HOLDS and held.kind == "paper" and "Theorem 2" in held.claim
+    assert "critical lambda" in held.detail and not held.inferred
+    late = star_lambda_claims(_spreads({0: 3, 1: 4}, critical={0: lams[3], 1: lams[2]}), params)[3]
+    assert late.verdict == FAILS and "seed 1: critical lambda" in late.detail
+    no_column = _spreads({0: 3})
+    no_column = no_column[no_column["metric"] != "critical_lambda"]
+    with pytest.raises(ValueError, match="no critical_lambda row .* seeds \\[0\\]"):
+        star_lambda_claims(no_column, params)
 
 
 def test_diagram_claims_are_exact():

@@ -323,7 +323,37 @@ def star_lambda_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
             f"at lambda_min every w_i is within {tol:.0%} (relative l2) of node i's local least-squares fit",
             near_local, "largest relative distance per seed: " + ", ".join(f"{r:.3g}" for r in rel),
         )),
+        _fused_beyond_critical(table, spreads, level),
     ]
+
+
+def _fused_beyond_critical(table: pd.DataFrame, spreads: pd.DataFrame, level: float) -> Claim:
+    """Theorem 2 on the star (one cluster: every node): if the cluster is well-connected
+    (35), i.e. lambda is at least the seed's critical lambda (metric ``critical_lambda``,
+    :func:`~.star.critical_lambda`), GTV minimisation's parameters are constant over it.
+    Checked on every seed: every grid lambda at or above the seed's critical lambda is fused
+    (spread at most ``level`` times the spread at lambda_min), so the observed fusion point
+    is at or below the critical one.  A table without the critical lambda of every seed is
+    an error, not a verdict."""
+    rows = table[table["metric"] == "critical_lambda"]
+    critical = rows.groupby("seed")["value"].first().astype(float)
+    missing = sorted(set(spreads.columns) - set(critical.index))
+    if missing:
+        raise ValueError(f"Fig. 13's table has no critical_lambda row (Theorem 2's critical lambda, written by "
+                         f"run_star_lambda) for seeds {missing}: the fusion claim cannot be evaluated")
+    ok, details = {}, []
+    for seed in spreads.columns:
+        s = spreads[seed].dropna().sort_index()
+        fused = s <= level * s.iloc[0]
+        beyond = s.index.to_numpy() >= critical[seed]
+        ok[seed] = bool(fused[beyond].all())
+        first = f"{s.index[fused.to_numpy()][0]:.3g}" if fused.any() else "none"
+        details.append(f"seed {seed}: critical lambda {critical[seed]:.3g}, first fused grid lambda {first}, "
+                       f"{int(beyond.sum())} grid lambdas at or above the critical one, "
+                       f"{int((beyond & ~fused.to_numpy()).sum())} of them not fused")
+    return every_seed("Theorem 2: for every lambda at or above the seed's critical lambda (the star, one "
+                      "cluster, well-connected (35)) all local models are fused; the observed fusion point "
+                      "lies at or below the critical one", ok, "; ".join(details))
 
 
 # ------------------------------------------------------------- diagrams (Figs. 1, 8, 12)
