@@ -66,6 +66,14 @@ register_target(
                 "claims-means", "memory-layout", "linear-test-profile"),
     order=16, schema="star_lambda",
 )
+register_target(  # Fig. 13 with edge weight A = 10: Theorem 2's critical lambda (35) scales as 1/A
+    "gtv_fig13_star_weight10", "figure", "GTV Fig. 13 (a variant: A = 10)",
+    "Star graph, edge weight A = 10: learnt parameters vs lambda (fusion 10 times earlier)",
+    gtv_star.run_star_lambda, gtv_claims.star_lambda_claims,
+    deviations=("step-sizes", "label-noise-per-point", "local-loss-average", "star-graph",
+                "claims-means", "memory-layout", "linear-test-profile"),
+    order=16.25, schema="star_lambda", figure="fig13_star_lambda",
+)
 register_target(
     "gtv_fig01_empirical_graph", "diagram", "GTV Fig. 1", "Empirical graph with local datasets",
     gtv_diagrams.run_empirical_graph, gtv_claims.empirical_graph_claims,
