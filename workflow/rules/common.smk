@@ -427,8 +427,8 @@ def restore_failed_claims():
 
 
 @functools.cache
-def _target_code(target):
-    return code_hash(target_modules(target, _PACKAGE_ROOT), _PACKAGE_ROOT)
+def _target_code(target, jobs="run"):
+    return code_hash(target_modules(target, _PACKAGE_ROOT, jobs=jobs), _PACKAGE_ROOT)
 
 
 @functools.cache
@@ -443,8 +443,13 @@ def _notebook_code(path):
 
 
 def code_version(wildcards):
-    """Code of a target's experiment, tuning, table and claims jobs."""
+    """Code of a target's experiment, tuning and table jobs."""
     return _target_code(wildcards.target)
+
+
+def claims_code_version(wildcards):
+    """Code of a target's claims job (its family's claims module)."""
+    return _target_code(wildcards.target, "claims")
 
 
 def notebook_code_version(wildcards):

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..experiments import get_experiment
 from ..experiments.papers import PAPERS, paper_of
-from ..experiments.report import escape_markdown
+from ..experiments.report import claim_text, escape_markdown
 
 __all__ = ["ablation_markdown", "claims_markdown", "gallery_markdown", "headline", "job_seconds", "markdown_table",
            "paper_summary", "render_index", "scale_line", "summarize_claims", "test_of", "tuning_markdown"]
@@ -33,7 +33,8 @@ _COUNTS = [c for c in SUMMARY_COLUMNS[6:-4]]
 
 
 def _claim_name(c: Mapping[str, Any]) -> str:
-    return f"[{c['variant']}] {c['claim']}" if c.get("variant") else str(c["claim"])
+    """The claim's text, after its variant and with its [inferred] tag (:func:`claim_text`)."""
+    return f"[{c['variant']}] {claim_text(c)}" if c.get("variant") else claim_text(c)
 
 
 def _is_paper(c: Mapping[str, Any]) -> bool:

@@ -139,13 +139,13 @@ def test_ring_graph():
 
 
 def test_lecture_table_claims_detect_a_changed_cell():
-    from networkedfl.experiments.lecture.runs import lecture_table_claims
+    from networkedfl.experiments.lecture.claims import lecture_table_claims
 
     table = run_job({"seed": 1, "experiments": {"lecture_table1_fedsgd_fedavg": {"repetitions": 1}}},
                     "lecture_table1_fedsgd_fedavg", "all", 0)
-    assert all(c.passed for c in lecture_table_claims(table, {}))
+    claims = lecture_table_claims(table, {})
+    assert [c.passed for c in claims] == [True] and "verbatim" not in claims[0].claim  # issue 40
     broken = table.copy()
-    broken.loc[(broken["method"] == "FedAvg") & (broken["metric"] == "Upload"), "value"] = "gradients"
     broken.loc[(broken["method"] == "FedSGD") & (broken["metric"] == "run_log_upload"), "value"] = "models"
     assert not any(c.passed for c in lecture_table_claims(broken, {}))
 
