@@ -17,7 +17,14 @@ from sklearn.tree import DecisionTreeRegressor
 
 import networkedfl
 from networkedfl import FedRelax, GTVRegressor
-from networkedfl.algorithms import decentralized_fedavg, dfl_sgd, evaluate, fedavg, ifca, local_training
+from networkedfl.algorithms import (
+    decentralized_fedavg,
+    dfl_sgd,
+    evaluate,
+    fedavg,
+    ifca,
+    local_training,
+)
 from networkedfl.datasets import client_data, dirichlet_label_skew
 from networkedfl.graphs import EmpiricalGraph
 from networkedfl.nn import cross_entropy, from_module
