@@ -34,6 +34,13 @@ from ...datasets import (
     node_regression_data,
 )
 from ...graphs import EmpiricalGraph, ring
+from ..baselines import (
+    EXTRA_BASELINES,
+    baseline_options,
+    extra_baselines,
+    is_extra_baseline,
+    run_baseline,
+)
 from ..claims import (
     CLUSTER_ORACLE,
     LOCAL,
@@ -59,7 +66,9 @@ __all__ = [
     "SyntheticInstance",
     "TABLE_10_1",
     "VALIDATION_MODES",
+    "baseline_epochs",
     "dfl_claims",
+    "extra_baseline_claims",
     "homologous_graphs_claims",
     "layer_shapes",
     "method_settings",
@@ -87,7 +96,7 @@ DIAGNOSTICS = ("upper_loss", "upper_loss_full", "upper_loss_identity", "upper_st
                "hypergradient_norm", "phi_distance", "consensus_distance")
 METHOD_NAMES = {"fedavg": "FedAvg", "dfl_sgd": "DFL-SGD", "dfl_gt": "DFL-GT", "fesem": "FeSEM",
                 "bigfl": "BiG-FL", "local": LOCAL, "oracle": ORACLE, "mean": MEAN,
-                "cluster_oracle": CLUSTER_ORACLE}
+                "cluster_oracle": CLUSTER_ORACLE, **EXTRA_BASELINES}
 
 
 # ------------------------------------------------------------------------------- model
@@ -164,11 +173,26 @@ def _torch_setup(params: Params) -> tuple[Any, Any, Any]:
 
 
 def method_settings(params: Params) -> list[str]:
-    """One job per configured method."""
-    unknown = [m for m in params["methods"] if m not in METHOD_NAMES]
+    """One job per configured method, then one per extra baseline (``extra_baselines``,
+    :mod:`~networkedfl.experiments.baselines`)."""
+    unknown = [m for m in params["methods"] if m not in METHOD_NAMES or m in EXTRA_BASELINES]
     if unknown:
-        raise ValueError(f"unknown methods {unknown}; expected some of {list(METHOD_NAMES)}")
-    return list(params["methods"])
+        raise ValueError(f"unknown methods {unknown}; expected some of "
+                         f"{[m for m in METHOD_NAMES if m not in EXTRA_BASELINES]}")
+    return [*params["methods"], *extra_baselines(params)]
+
+
+def baseline_epochs(local_steps: int, batch_size: int, n_samples: int) -> int:
+    """The epochs of an extra baseline (whose local work is counted in epochs of
+    ``ceil(n_samples / batch_size)`` mini-batch steps) that make the ``local_steps`` steps of
+    the figure's other methods; a :class:`ValueError` when no whole number of epochs does."""
+    per_epoch = math.ceil(n_samples / batch_size)
+    if local_steps % per_epoch:
+        raise ValueError(f"extra baselines count local work in epochs of {per_epoch} steps "
+                         f"(ceil({n_samples} samples / batch_size {batch_size})): local_steps "
+                         f"{local_steps} is not a whole number of epochs; set batch_size >= {n_samples} "
+                         f"(full batch) or local_steps a multiple of {per_epoch}")
+    return local_steps // per_epoch
 
 
 # ------------------------------------------------------------------ Fig. 10.1 (DFL)
@@ -537,6 +561,11 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
                        n_negatives=int(bs["n_negatives"]), neumann_terms=int(bs["neumann_terms"]),
                        diagnostics=params.get("validation_fraction") is None,  # not read in tuning
                        **common)
+    elif setting in EXTRA_BASELINES:  # FedProx, SCAFFOLD, FedAdam, FedYogi, Ditto: not the chapter's
+        epochs = baseline_epochs(int(params["local_steps"]), int(params["batch_size"]), x_train.shape[1])
+        options = {k: v for k, v in common.items() if k != "local_steps"}
+        result = run_baseline(setting, model, data, baseline_options(setting, params), lr=lr,
+                              local_epochs=epochs, **options)
     else:
         raise ValueError(f"{experiment_id} has no method {setting!r}")
     for row in result.history:
@@ -571,8 +600,11 @@ def synthetic_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     losses compared per seed (paired: the methods share a seed's instance and start; log
     scale, the effect a ratio), the reference checks
     (:func:`~networkedfl.experiments.claims.reference_claims`) and BiG-FL's UL diagnostics
-    (:func:`upper_level_claims`)."""
+    (:func:`upper_level_claims`).  The extra baselines (:mod:`~networkedfl.experiments.baselines`)
+    take no part in the chapter's claims; :func:`extra_baseline_claims` compares them."""
     final = round_values(table, "test_loss")
+    extras = [m for m in final.columns if is_extra_baseline(m)]
+    extra_final, final = final[extras], final.drop(columns=extras)
     rows = table[table["metric"] == "test_loss"]
     last = int(rows["round"].max()) if len(rows) else 0
     others = [m for m in final.columns if m not in ("BiG-FL", *REFERENCES)]
@@ -583,7 +615,20 @@ def synthetic_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
         decided(texts[1], lambda: all_of(texts[1], below_each(final, "FeSEM", CONSENSUS)), [final]),
         *decided_references(final),
         *upper_level_claims(table),
+        *extra_baseline_claims(final, extra_final, "BiG-FL"),
     ]
+
+
+def extra_baseline_claims(final: pd.DataFrame, extra_final: pd.DataFrame, method: str) -> list[Claim]:
+    """``[reference]`` ``method`` (the paper's proposal) ends below each extra baseline,
+    decided per seed as the paper's claims are (paired, log scale); none without extra
+    baselines or without ``method``."""
+    if extra_final.empty or method not in final.columns:
+        return []
+    both = pd.concat([final[[method]], extra_final], axis=1)
+    names = ", ".join(extra_final.columns)
+    text = f"[reference] {method} ends below each extra baseline ({names}; not the paper's methods)"
+    return [decided(text, lambda: all_of(text, below_each(both, method, extra_final.columns)), [both])]
 
 
 def _upper_level_gains(table: pd.DataFrame) -> pd.DataFrame:
