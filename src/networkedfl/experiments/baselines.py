@@ -33,6 +33,7 @@ __all__ = [
     "for_baseline_setting",
     "is_extra_baseline",
     "run_baseline",
+    "with_extra_methods",
 ]
 
 #: The configuration key that lists a target's extra baselines.
@@ -93,12 +94,41 @@ def for_baseline_setting(params: Mapping[str, Any], setting: str) -> dict[str, A
     sees no extra baseline (neither the list nor their blocks), an extra baseline its own
     block only and no other method, so that listing a baseline reruns no job of the
     paper's methods and adding one reruns no other.  Parameters with neither the list nor
-    a baseline's block are returned as they are."""
+    a baseline's block, and those of a job that is none of the methods (a job running all
+    of them), are returned as they are."""
     if EXTRA_KEY not in params and not any(name in params for name in EXTRA_BASELINES):
         return dict(params)
+    if setting not in EXTRA_BASELINES and setting not in (params.get("methods") or []):
+        return dict(params)  # a job of several methods (``one_job``): it runs the baselines too
     out = {k: v for k, v in params.items() if k != EXTRA_KEY and (k not in EXTRA_BASELINES or k == setting)}
     if setting in EXTRA_BASELINES:
         out[EXTRA_KEY] = [setting]
         if isinstance(out.get("methods"), list):
             out["methods"] = []
     return out
+
+
+#: The configured methods whose ``rounds``, ``local_steps`` and ``lr`` an extra baseline of
+#: the GTV MNIST comparison takes, the first present: FedAvg's (Fig. 6), else IFCA's (Fig. 7;
+#: the same rounds of full-batch local gradient steps).
+TEMPLATES = ("fedavg", "ifca")
+
+
+def with_extra_methods(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` whose ``methods`` mapping (job name -> method spec, the GTV MNIST targets)
+    holds a job per extra baseline listed: ``{algorithm: <name>, rounds, local_steps, lr}``
+    of the first of :data:`TEMPLATES` configured (the paper's values; these targets tune no
+    method), and the baseline's own parameters (:func:`baseline_options`).  A job of that
+    name already configured is kept as it is."""
+    names = extra_baselines(params)
+    if not names:
+        return dict(params)
+    methods = params["methods"]
+    template = next((methods[t] for t in TEMPLATES if t in methods), None)
+    if template is None:
+        raise ValueError(f"{EXTRA_KEY} need a job of {' or '.join(TEMPLATES)} to take rounds, local_steps "
+                         f"and lr from; configured: {list(methods)}")
+    shared = {key: template[key] for key in ("rounds", "local_steps", "lr")}
+    added = {name: {"algorithm": name, **shared, **baseline_options(name, params)}
+             for name in names if name not in methods}
+    return {**params, "methods": {**methods, **added}}

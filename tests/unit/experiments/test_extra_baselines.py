@@ -194,3 +194,43 @@ def test_the_overlay_lists_the_baselines_and_the_default_run_does_not(repo, sche
     assert params["extra_baselines"] == ["fedprox", "scaffold", "fedadam", "ditto"]
     grid = params["tuning"]["grid"]
     assert all(grid[name]["lr"] == grid["fedavg"]["lr"] for name in params["extra_baselines"])  # one step grid
+
+
+# ------------------------------------------------- the shared key in the GTV MNIST comparisons
+
+@pytest.mark.parametrize(("target", "template"), [(TARGET, "fedavg"), ("gtv_fig07_mnist_five_clusters", "ifca")])
+def test_the_shared_key_adds_baselines_to_the_mnist_comparisons(test_config, schema_path, inputs_for, target,
+                                                                   template):
+    """``extra_baselines`` (the key Fig. 10.3 takes) adds a job per baseline to Figs. 6 and 7
+    with the rounds, local steps and step of FedAvg (Fig. 7 has none: IFCA's), and its own
+    parameters from the block of its name; the paper's jobs are unchanged."""
+    from networkedfl.pipeline.runner import job_settings
+
+    config = copy.deepcopy(test_config)
+    block = config["experiments"][target]
+    block.update(one_job=False)
+    block.pop("extra_baselines", None)  # the test profile lists them for Fig. 7
+    papers = job_settings(config, target)
+    block.update(extra_baselines=["ditto"], ditto={"lam": 0.5})
+    validate_config(config, schema_path)
+    settings = job_settings(config, target)
+    added = [s for s in settings if s.endswith(".ditto")]
+    assert len(added) == len(block["variants"]) and [s for s in settings if s not in added] == papers
+    setting = added[-1]
+    table = run_job(config, target, setting, 0, inputs_for(target, config, setting))
+    rounds = variant_params(config["experiments"][target], setting.split(".")[0])["methods"][template]["rounds"]
+    acc = accuracy(table)
+    assert set(table["method"]) == {"ditto"} and list(acc.index) == list(range(rounds + 1))
+    assert ((acc >= 0) & (acc <= 1)).all()
+
+
+def test_mnist_extra_baselines_need_a_method_to_take_their_rounds_from():
+    from networkedfl.experiments.baselines import with_extra_methods
+
+    params = {"methods": {"primal_dual": {}, "local_sgd": {}}, "extra_baselines": ["fedprox"]}
+    with pytest.raises(ValueError, match="need a job of fedavg or ifca"):
+        with_extra_methods(params)
+    spec = with_extra_methods({**params, "methods": {"ifca": {"rounds": 3, "local_steps": 2, "lr": 0.1,
+                                                              "n_clusters": 2}},
+                               "fedprox": {"mu": 0.2}})["methods"]["fedprox"]
+    assert spec == {"algorithm": "fedprox", "rounds": 3, "local_steps": 2, "lr": 0.1, "mu": 0.2}
