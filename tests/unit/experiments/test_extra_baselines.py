@@ -234,3 +234,15 @@ def test_mnist_extra_baselines_need_a_method_to_take_their_rounds_from():
                                                               "n_clusters": 2}},
                                "fedprox": {"mu": 0.2}})["methods"]["fedprox"]
     assert spec == {"algorithm": "fedprox", "rounds": 3, "local_steps": 2, "lr": 0.1, "mu": 0.2}
+
+
+def test_a_baseline_grid_waits_for_the_overlay_only_with_its_block(repo, schema_path):
+    """The default configuration tunes nothing it does not run, except the grids of extra
+    baselines whose blocks it holds (for the overlay); without the block such a grid is refused."""
+    from networkedfl.pipeline.config import ConfigError
+
+    config = load_config(repo / "config" / "config.yaml")
+    validate_config(config, schema_path)
+    del config["experiments"][SYNTHETIC]["ditto"]
+    with pytest.raises(ConfigError, match=r"methods \['ditto'\] are not in the target's methods"):
+        validate_config(config, schema_path)
