@@ -222,6 +222,13 @@ def test_the_shared_key_adds_baselines_to_the_mnist_comparisons(test_config, sch
     acc = accuracy(table)
     assert set(table["method"]) == {"ditto"} and list(acc.index) == list(range(rounds + 1))
     assert ((acc >= 0) & (acc <= 1)).all()
+    from networkedfl.experiments.gtv import figures
+
+    draw = figures.fig06_mnist_methods if target == TARGET else figures.fig07_mnist_five_clusters
+    fig = draw(table.assign(variant=setting.split(".")[0]), config["experiments"][target])
+    texts = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    texts += [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert "Ditto (extra baseline)" in texts
 
 
 def test_mnist_extra_baselines_need_a_method_to_take_their_rounds_from():
