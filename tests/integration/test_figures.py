@@ -186,6 +186,10 @@ def _upper_gain(fig, table):
     assert len(fig.axes) == 3
     assert fig.axes[2].get_title() == "UL loss lowered by the learnt phi"
     assert len(fig.axes[2].get_lines()) == 2  # BiG-FL's gain and the zero line
+    # the test profile lists extra baselines (issue 42): each in the legend as one
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    for name in ("FedProx", "SCAFFOLD", "FedAdam", "Ditto"):
+        assert name in set(table["method"]) and any(t.startswith(f"{name} (extra baseline)") for t in labels), name
 
 
 def _variation(fig, table):

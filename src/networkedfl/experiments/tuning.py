@@ -60,6 +60,7 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms.errors import NonFiniteError
+from .baselines import for_baseline_setting
 
 log = logging.getLogger(__name__)
 
@@ -141,9 +142,10 @@ def apply_overrides(params: Params, overrides: Mapping[str, Any], *, where: str 
 def for_setting(params: Params, setting: str) -> dict[str, Any]:
     """``params`` as one job of ``setting`` sees them: the tuning grid holds its own method
     only, so editing another method's grid does not change (nor rerun) the job."""
+    params = for_baseline_setting(params, setting)
     spec = params.get(TUNING_KEY)
     if not spec:
-        return dict(params)
+        return params
     grid = {k: v for k, v in (spec.get("grid") or {}).items() if k == setting}
     return {**params, TUNING_KEY: {**spec, "grid": grid}}
 
@@ -161,7 +163,7 @@ def tuning_params(params: Params, setting: str, point: int) -> dict[str, Any]:
     points = grid_points(params, setting)
     if not 0 <= point < len(points):
         raise ValueError(f"{setting} has {len(points)} tuning points, not a point {point}")
-    base = {k: v for k, v in params.items() if k not in (TUNING_KEY, "repetitions")}
+    base = {k: v for k, v in for_baseline_setting(params, setting).items() if k not in (TUNING_KEY, "repetitions")}
     methods = base.get("methods")
     if isinstance(methods, Mapping) and setting in methods:  # the run's own method only, so
         base["methods"] = {setting: methods[setting]}          # adding a method reruns no tuning

@@ -579,6 +579,11 @@ class PaddedClients:
         return int(self.features.shape[1])
 
     @property
+    def counts(self) -> Tensor:
+        """Number of samples with positive weight per client, ``int64`` of shape ``(n,)``."""
+        return (self.sample_weights > 0).sum(dim=1)
+
+    @property
     def n_samples(self) -> Tensor:
         """Total sample weight per client ``n_i = sum_j a_ij``, shape ``(n,)``: the FedAvg
         averaging weights."""
@@ -643,11 +648,6 @@ class ClientData(PaddedClients):
         if w.dtype != x.dtype:
             raise ValueError(f"sample_weights dtype {w.dtype} differs from features {x.dtype}")
 
-
-    @property
-    def counts(self) -> Tensor:
-        """Number of samples with positive weight per client, ``int64`` of shape ``(n,)``."""
-        return (self.sample_weights > 0).sum(dim=1)
 
     @property
     def dtype(self) -> torch.dtype:

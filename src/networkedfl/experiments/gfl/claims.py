@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ...datasets.reviews import DOMAINS
+from ..baselines import is_extra_baseline
 from ..claims import (
     INCONCLUSIVE,
     LOCAL,
@@ -49,6 +50,7 @@ __all__ = [
     "below_each",
     "decided",
     "dfl_claims",
+    "extra_baseline_claims",
     "homologous_graphs_claims",
     "review_nlp_claims",
     "review_stats_claims",
@@ -249,8 +251,11 @@ def synthetic_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     losses compared per seed (paired: the methods share a seed's instance and start; log
     scale, the effect a ratio), the reference checks
     (:func:`~networkedfl.experiments.claims.reference_claims`) and BiG-FL's UL diagnostics
-    (:func:`upper_level_claims`)."""
+    (:func:`upper_level_claims`).  The extra baselines (:mod:`~networkedfl.experiments.baselines`)
+    take no part in the chapter's claims; :func:`extra_baseline_claims` compares them."""
     final = round_values(table, "test_loss")
+    extras = [m for m in final.columns if is_extra_baseline(m)]
+    extra_final, final = final[extras], final.drop(columns=extras)
     rows = table[table["metric"] == "test_loss"]
     last = int(rows["round"].max()) if len(rows) else 0
     others = [m for m in final.columns if m not in ("BiG-FL", *REFERENCES)]
@@ -261,7 +266,20 @@ def synthetic_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
         decided(texts[1], lambda: all_of(texts[1], below_each(final, "FeSEM", CONSENSUS)), [final]),
         *decided_references(final),
         *upper_level_claims(table),
+        *extra_baseline_claims(final, extra_final, "BiG-FL"),
     ]
+
+
+def extra_baseline_claims(final: pd.DataFrame, extra_final: pd.DataFrame, method: str) -> list[Claim]:
+    """``[reference]`` ``method`` (the paper's proposal) ends below each extra baseline,
+    decided per seed as the paper's claims are (paired, log scale); none without extra
+    baselines or without ``method``."""
+    if extra_final.empty or method not in final.columns:
+        return []
+    both = pd.concat([final[[method]], extra_final], axis=1)
+    names = ", ".join(extra_final.columns)
+    text = f"[reference] {method} ends below each extra baseline ({names}; not the paper's methods)"
+    return [decided(text, lambda: all_of(text, below_each(both, method, extra_final.columns)), [both])]
 
 
 def _ends(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, str]:

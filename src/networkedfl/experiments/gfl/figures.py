@@ -17,11 +17,13 @@ import numpy as np
 import pandas as pd
 
 from ...plotting import tuning_summary
+from ..baselines import is_extra_baseline
 from ..claims import CLUSTER_ORACLE, LOCAL, MEAN, ORACLE, REFERENCES
 from ..report import escaped_style, load_target
 
 __all__ = [
     "COLOURS",
+    "EXTRA_STYLES",
     "client_data",
     "cluster_agreement",
     "fesem_clusters",
@@ -50,6 +52,13 @@ COLOURS = {"FedAvg": "tab:blue", "DFL-SGD": "tab:orange", "DFL-GT": "tab:green",
            "BiG-FL": "tab:red", LOCAL: "tab:brown", ORACLE: "black", CLUSTER_ORACLE: "tab:olive",
            MEAN: "tab:gray"}
 _STYLES = {LOCAL: ":", ORACLE: "--", CLUSTER_ORACLE: "--"}
+#: The extra baselines (not the chapter's methods; :mod:`~networkedfl.experiments.baselines`):
+#: a family of greys, each with its own dash pattern, labelled "(extra baseline)".
+EXTRA_STYLES = {"FedProx": ("0.15", (0, (6, 2))), "SCAFFOLD": ("0.3", (0, (3, 1, 1, 1))),
+                "FedAdam": ("0.62", (0, (1, 1))), "FedYogi": ("0.72", (0, (4, 1, 1, 1, 1, 1))),
+                "Ditto": ("0.4", (0, (8, 2, 2, 2)))}
+COLOURS.update({name: colour for name, (colour, _) in EXTRA_STYLES.items()})
+_STYLES.update({name: dashes for name, (_, dashes) in EXTRA_STYLES.items()})
 
 
 def _curve(rows: pd.DataFrame) -> pd.DataFrame:
@@ -61,7 +70,9 @@ def plot_method_curves(ax: Any, table: pd.DataFrame, metric: str = "test_loss", 
                        xlabel: str = "communication round") -> list[str]:
     """Mean (and ± one standard deviation over seeds) of ``metric`` against rounds, one
     line per method; ``Local`` dotted, ``Oracle`` dashed, ``Predict the mean`` a horizontal
-    grey line at its mean.  Rows with a ``domain`` (per-client rows) are ignored.
+    grey line at its mean; the extra baselines (:data:`EXTRA_STYLES`) in greys with their own
+    dashes, labelled "(extra baseline)", without a band.  Rows with a ``domain`` (per-client
+    rows) are ignored.
 
     Returns the methods drawn, in drawing order.
     """
@@ -74,12 +85,12 @@ def plot_method_curves(ax: Any, table: pd.DataFrame, metric: str = "test_loss", 
     curves = {method: _curve(rows[rows["method"] == method]) for method in order}
     for method in order:
         curve, colour = curves[method], COLOURS.get(method)
-        label = method + _coincides(method, curves, order)
+        label = method + (" (extra baseline)" if is_extra_baseline(method) else "") + _coincides(method, curves, order)
         if method == MEAN:
             ax.axhline(float(curve["mean"].mean()), color=colour, linestyle="-.", linewidth=1.2, label=label)
             continue
         ax.plot(curve.index, curve["mean"], label=label, color=colour, linestyle=_STYLES.get(method, "-"))
-        if band and method not in REFERENCES:
+        if band and method not in REFERENCES and not is_extra_baseline(method):
             std = curve["std"].fillna(0)
             ax.fill_between(curve.index, curve["mean"] - std, curve["mean"] + std, color=colour, alpha=0.2,
                             linewidth=0)

@@ -34,6 +34,12 @@ from ...datasets import (
     node_regression_data,
 )
 from ...graphs import EmpiricalGraph, ring
+from ..baselines import (
+    EXTRA_BASELINES,
+    baseline_options,
+    extra_baselines,
+    run_baseline,
+)
 from ..claims import CLUSTER_ORACLE, LOCAL, MEAN, ORACLE
 from ..registry import rng_for
 from ..tuning import VALIDATION_METRIC, evaluation_data
@@ -45,6 +51,7 @@ __all__ = [
     "SyntheticInstance",
     "TABLE_10_1",
     "VALIDATION_MODES",
+    "baseline_epochs",
     "layer_shapes",
     "method_settings",
     "mlp",
@@ -68,7 +75,7 @@ DIAGNOSTICS = ("upper_loss", "upper_loss_full", "upper_loss_identity", "upper_st
                "hypergradient_norm", "phi_distance", "consensus_distance")
 METHOD_NAMES = {"fedavg": "FedAvg", "dfl_sgd": "DFL-SGD", "dfl_gt": "DFL-GT", "fesem": "FeSEM",
                 "bigfl": "BiG-FL", "local": LOCAL, "oracle": ORACLE, "mean": MEAN,
-                "cluster_oracle": CLUSTER_ORACLE}
+                "cluster_oracle": CLUSTER_ORACLE, **EXTRA_BASELINES}
 
 
 # ------------------------------------------------------------------------------- model
@@ -145,11 +152,26 @@ def _torch_setup(params: Params) -> tuple[Any, Any, Any]:
 
 
 def method_settings(params: Params) -> list[str]:
-    """One job per configured method."""
-    unknown = [m for m in params["methods"] if m not in METHOD_NAMES]
+    """One job per configured method, then one per extra baseline (``extra_baselines``,
+    :mod:`~networkedfl.experiments.baselines`)."""
+    unknown = [m for m in params["methods"] if m not in METHOD_NAMES or m in EXTRA_BASELINES]
     if unknown:
-        raise ValueError(f"unknown methods {unknown}; expected some of {list(METHOD_NAMES)}")
-    return list(params["methods"])
+        raise ValueError(f"unknown methods {unknown}; expected some of "
+                         f"{[m for m in METHOD_NAMES if m not in EXTRA_BASELINES]}")
+    return [*params["methods"], *extra_baselines(params)]
+
+
+def baseline_epochs(local_steps: int, batch_size: int, n_samples: int) -> int:
+    """The epochs of an extra baseline (whose local work is counted in epochs of
+    ``ceil(n_samples / batch_size)`` mini-batch steps) that make the ``local_steps`` steps of
+    the figure's other methods; a :class:`ValueError` when no whole number of epochs does."""
+    per_epoch = math.ceil(n_samples / batch_size)
+    if local_steps % per_epoch:
+        raise ValueError(f"extra baselines count local work in epochs of {per_epoch} steps "
+                         f"(ceil({n_samples} samples / batch_size {batch_size})): local_steps "
+                         f"{local_steps} is not a whole number of epochs; set batch_size >= {n_samples} "
+                         f"(full batch) or local_steps a multiple of {per_epoch}")
+    return local_steps // per_epoch
 
 
 # ------------------------------------------------------------------ Fig. 10.1 (DFL)
@@ -449,6 +471,11 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
                        n_negatives=int(bs["n_negatives"]), neumann_terms=int(bs["neumann_terms"]),
                        diagnostics=params.get("validation_fraction") is None,  # not read in tuning
                        **common)
+    elif setting in EXTRA_BASELINES:  # FedProx, SCAFFOLD, FedAdam, FedYogi, Ditto: not the chapter's
+        epochs = baseline_epochs(int(params["local_steps"]), int(params["batch_size"]), x_train.shape[1])
+        options = {k: v for k, v in common.items() if k != "local_steps"}
+        result = run_baseline(setting, model, data, baseline_options(setting, params), lr=lr,
+                              local_epochs=epochs, **options)
     else:
         raise ValueError(f"{experiment_id} has no method {setting!r}")
     for row in result.history:

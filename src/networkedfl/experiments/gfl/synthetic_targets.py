@@ -44,7 +44,7 @@ register_target(
     "BiG-FL vs FeSEM, FedAvg, DFL-SGD and DFL-GT on the homologous-graph data: local test loss",
     run_synthetic, synthetic_claims, settings=method_settings, method_names=METHOD_NAMES,
     deviations=(*_SYNTHETIC, *_DFL, "fesem", "bigfl", "homologous-graphs", "fig10-3-parameters",
-                "fig10-3-validation"),
+                "fig10-3-validation", "extra-baselines"),
     paper_scale={"repetitions": "not stated [paper]; 5 (EXPERIMENTS.md) [choice]"},
     order=4, schema="gfl_synthetic",
 )

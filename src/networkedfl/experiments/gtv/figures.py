@@ -26,6 +26,7 @@ from ...plotting import (
     plot_sweep,
     sweep_summary,
 )
+from ..baselines import EXTRA_BASELINES
 from ..report import load_target
 from .linear import METHOD_NAMES
 
@@ -390,9 +391,8 @@ def quirk_ablation(table: pd.DataFrame) -> plt.Figure:
 
 #: Display names of the MNIST methods in the figures.
 MNIST_METHOD_NAMES = {"primal_dual": "Alg. 1", "ifca": "IFCA", "pfedme": "pFedMe",
-                      "local_sgd": "local SGD", "fedavg": "FedAvg", "fedprox": "FedProx",
-                      "scaffold": "SCAFFOLD", "fedadam": "FedAdam", "fedyogi": "FedYogi",
-                      "ditto": "Ditto"}
+                      "local_sgd": "local SGD", "fedavg": "FedAvg",
+                      **{k: f"{v} (extra baseline)" for k, v in EXTRA_BASELINES.items()}}
 
 
 def quirk_ablation_mnist(table: pd.DataFrame) -> plt.Figure:

@@ -18,7 +18,9 @@ nodes' validation images, after every iteration / round / epoch (iteration 0: th
 * ``pfedme`` (Dinh et al. 2020);
 * ``local_sgd``: independent momentum SGD per node (docs/variants.md §8.11);
 * extra baselines, not the paper's (shown beside its methods where a configuration lists
-  them; the default configuration does not): ``fedprox`` (Li et al. 2020), ``scaffold``
+  them, ``extra_baselines: [fedprox, ...]`` with FedAvg's (else IFCA's) rounds, local steps
+  and step, :func:`~networkedfl.experiments.baselines.with_extra_methods`, or as jobs of
+  ``methods``; the default configuration does not): ``fedprox`` (Li et al. 2020), ``scaffold``
   (Karimireddy et al. 2020), ``fedadam`` and ``fedyogi`` (Reddi et al. 2021), ``ditto``
   (Li et al. 2021, scored on the personal models), each with FedAvg's full-batch local
   gradient steps (``rounds``, ``local_steps``, ``lr``) and its own parameters.
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..baselines import with_extra_methods
 from ..registry import rng_for
 from .mnist_graph import MnistGraph, graph_file, load_mnist_graph, mnist_train_files
 
@@ -73,7 +76,7 @@ def mnist_settings(params: Params) -> list[str]:
     turn: the records are the same as those of the per-method jobs (each method draws
     from its own stream), only the start-up cost of a job is paid once.
     """
-    return [ALL_METHODS] if params.get("one_job", False) else list(params["methods"])
+    return [ALL_METHODS] if params.get("one_job", False) else list(with_extra_methods(params)["methods"])
 
 
 # ------------------------------------------------------------------------------ data
@@ -454,6 +457,7 @@ def run_mnist(params: Params, setting: str, seed: int, base_seed: int, *,
     together) and keeps them for the calls of the other seeds; a seed's records are the
     same whichever seeds are computed with it.
     """
+    params = with_extra_methods(params)  # extra_baselines: one more method each
     seeds = job_seeds(params, seed)
     methods = list(params["methods"]) if setting == ALL_METHODS else [setting]
     records = last_job(["run_mnist", params, methods, seeds, int(base_seed), dict(inputs), experiment_id],
