@@ -44,6 +44,7 @@ __all__ = [
     "plot_accuracy_curves",
     "plot_graph",
     "plot_sweep",
+    "relative_gap",
     "save_figure",
     "summary_table",
     "sweep_summary",
@@ -212,22 +213,37 @@ def accuracy_curves(table: pd.DataFrame, curve: str, last: int) -> pd.DataFrame:
     return acc.groupby(keys, sort=False)["value"].agg(["mean", "std"]).reset_index()
 
 
-def coinciding_curves(stats: pd.DataFrame, atol: float = 1e-12) -> dict[tuple[Any, str], str]:
+def coinciding_curves(stats: pd.DataFrame, rtol: float = 0.01) -> dict[tuple[Any, str], tuple[Any, str]]:
     """Curves of :func:`accuracy_curves` that lie on an earlier one: ``{(variant, curve):
-    the earlier curve}`` (variant ``None`` without variants) where the two mean curves agree
-    at every iteration within ``atol``; a figure must say so, or the later one is hidden."""
-    out: dict[tuple[Any, str], str] = {}
-    groups = stats.groupby("variant", sort=False) if "variant" in stats else [(None, stats)]
-    for variant, part in groups:
-        means = {name: grp.set_index("iteration")["mean"] for name, grp in part.groupby("curve", sort=False)}
-        names = list(means)
-        for k, name in enumerate(names):
-            for earlier in names[:k]:
-                a, b = means[name], means[earlier]
-                if a.index.equals(b.index) and np.allclose(a.to_numpy(), b.to_numpy(), rtol=0, atol=atol):
-                    out[(variant, name)] = earlier
-                    break
+    (variant, curve) of the earlier one}`` (variant ``None`` without variants) where the two
+    mean curves differ by at most ``rtol`` relative (at every iteration they share; the
+    published variant's curves come first).  A figure must say so, or the later one is
+    hidden (:func:`check_figure` applies the same rule)."""
+    keys = ["variant", "curve"] if "variant" in stats else ["curve"]
+    curves = [((key if len(keys) == 2 else (None, key[0] if isinstance(key, tuple) else key)),
+               grp[["iteration", "mean"]].to_numpy(float))
+              for key, grp in stats.groupby(keys, sort=False)]
+    order = {v: k for k, v in enumerate(VARIANT_STYLES)}
+    curves.sort(key=lambda c: order.get(c[0][0], len(order)))
+    out: dict[tuple[Any, str], tuple[Any, str]] = {}
+    for k, (key, xy) in enumerate(curves):
+        for earlier, other in curves[:k]:
+            if relative_gap(xy, other) <= rtol:
+                out[key] = earlier
+                break
     return out
+
+
+def _coincide_note(variant: Any, name: str, earlier: tuple[Any, str], variants: Sequence[Any],
+                   labels: Mapping[str, str]) -> str:
+    """Plain words for a curve drawn on an earlier one (:func:`coinciding_curves`)."""
+    mine = f"{VARIANT_SHORT.get(variant, variant)} variant " if variant is not None and len(variants) > 1 else ""
+    other_variant, other = earlier
+    if other == name:
+        return f"{mine}coincides with the {VARIANT_SHORT.get(other_variant, other_variant)} one"
+    where = (f" ({VARIANT_SHORT.get(other_variant, other_variant)})"
+             if other_variant != variant and other_variant is not None else "")
+    return f"{mine}coincides with {labels.get(other, other)}{where}"
 
 
 def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: str = "",
@@ -236,40 +252,32 @@ def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: s
     """Validation accuracy vs iteration, one colour per curve; with variants the published
     curves solid (with a band of ± std over seeds) and the paper's dashed.  The legend sits
     right of the axes (it covers no curve) and names each curve by ``labels`` (default: its
-    value); a curve that lies on an earlier one of its variant (:func:`coinciding_curves`),
-    or whose two variants coincide, says so in its label."""
+    value); a curve that lies on an earlier one (within 1 %, :func:`coinciding_curves`), or
+    whose two variants coincide, says so in plain words in its label.  The bands are clipped
+    to the accuracy's range [0, 1]."""
     stats = accuracy_curves(table, curve, last)
     variants = _variants(table) or [None]
     names = list(dict.fromkeys(stats["curve"]))
     same = coinciding_curves(stats)
-    alike = set()
-    if len(variants) == 2:  # both variants of a curve on one line: the dashed one is hidden
-        by_variant = stats.assign(curve=stats["curve"].astype(str) + " || " + stats["variant"].astype(str),
-                                  variant=0)
-        twins = coinciding_curves(by_variant.drop(columns="variant"))
-        pairs = {(a.rsplit(" || ", 1)[0], b.rsplit(" || ", 1)[0]) for (_, a), b in twins.items()}
-        alike = {name for name in names if (name, name) in pairs}
+    labels = dict(labels or {})
     fig, ax = plt.subplots(figsize=(8.6, 4.4))
     for k, name in enumerate(names):
         mine = stats[stats["curve"] == name]
         present = [v for v in variants if v is None or (mine["variant"] == v).any()]
+        notes = [_coincide_note(v, name, same[(v, name)], variants, labels) for v in present if (v, name) in same]
+        if len(present) < len(variants):
+            notes.append(f"{VARIANT_SHORT.get(present[0], present[0])} variant only")
+        label = labels.get(name, name) + (f" ({'; '.join(notes)})" if notes else "")
         for variant in present:
             part = mine if variant is None else mine[mine["variant"] == variant]
             main = variant == present[0]
-            notes = [f"{VARIANT_SHORT.get(v, v) + ': ' if v is not None and len(variants) > 1 else ''}"
-                     f"on {(labels or {}).get(same[(v, name)], same[(v, name)])}" for v in variants if (v, name) in same]
-            if name in alike:
-                notes.append("both variants alike")
-            if len(present) < len(variants):
-                notes.append(f"{VARIANT_SHORT.get(variant, variant)} variant only")
-            label = (labels or {}).get(name, name) + (f" ({'; '.join(notes)})" if notes else "")
             ax.plot(part["iteration"], part["mean"], color=f"C{k % 10}", lw=1.6 if main else 1.1,
                     ls=VARIANT_STYLES.get(variant, "-") if variant is not None else "-",
                     label=label if main else None)
-            if main:
+            if main:  # an accuracy: the band clipped to [0, 1]
                 std = part["std"].fillna(0)
-                ax.fill_between(part["iteration"], part["mean"] - std, part["mean"] + std,
-                                color=f"C{k % 10}", alpha=0.15)
+                ax.fill_between(part["iteration"], np.clip(part["mean"] - std, 0, 1),
+                                np.clip(part["mean"] + std, 0, 1), color=f"C{k % 10}", alpha=0.15)
     handles, shown = ax.get_legend_handles_labels()
     if variants[0] is not None and len(variants) > 1:
         handles += [plt.Line2D([], [], color="0.2", ls=VARIANT_STYLES.get(v, ":")) for v in variants]
@@ -743,7 +751,7 @@ def _short(label: str) -> str:
     return "" if label.startswith("_") else label.split(" (")[0].strip()
 
 
-def _relative_gap(a: np.ndarray, b: np.ndarray) -> float:
+def relative_gap(a: np.ndarray, b: np.ndarray) -> float:
     """Largest relative difference of two curves over the x values they share (``inf`` when
     they share fewer than two)."""
     a, b = a[np.isfinite(a).all(axis=1)], b[np.isfinite(b).all(axis=1)]
@@ -770,12 +778,17 @@ def _panel_texts(ax) -> str:
 def _unmarked_overlaps(fig, tol: float) -> list[str]:
     problems = []
     for ax in fig.axes:
-        lines = [(a, label) for a, kind, label in _series(ax) if kind == "line"
-                 and a.get_transform() == ax.transData and len(a.get_xydata()) > 1]
+        series = _series(ax)
+        # an unlabelled line (a variant's twin) goes by the name of the labelled one of its colour
+        by_colour = {_rgb(a.get_color()): label for a, kind, label in series if kind == "line"
+                     and not label.startswith("_")}
+        lines = [(a, label if not label.startswith("_") else by_colour.get(_rgb(a.get_color()), label))
+                 for a, kind, label in series if kind == "line" and a.get_transform() == ax.transData
+                 and len(a.get_xydata()) > 1]
         texts = _panel_texts(ax)
         for i, (a, label_a) in enumerate(lines):
             for b, label_b in lines[i + 1:]:
-                if _relative_gap(np.asarray(a.get_xydata(), float), np.asarray(b.get_xydata(), float)) > tol:
+                if relative_gap(np.asarray(a.get_xydata(), float), np.asarray(b.get_xydata(), float)) > tol:
                     continue
                 labels = [label_a, label_b]
                 if any(w in label.lower() for label in labels for w in COINCIDE):

@@ -185,9 +185,12 @@ def _noniid(fig, table):
 
 
 def _upper_gain(fig, table):
-    assert len(fig.axes) == 3
-    assert fig.axes[2].get_title() == "UL loss lowered by the learnt phi"
-    assert len(fig.axes[2].get_lines()) == 2  # BiG-FL's gain and the zero line
+    assert len(fig.axes) == 4
+    assert fig.axes[0].get_yscale() == "log" and fig.axes[1].get_yscale() == "linear"
+    linear = {line.get_label().split(" (")[0] for line in fig.axes[1].get_lines()}
+    assert "Oracle" not in linear and "FedAvg" in linear  # the compared methods, without the oracles
+    assert fig.axes[3].get_title() == "UL loss lowered by the learnt phi"
+    assert len(fig.axes[3].get_lines()) == 2  # BiG-FL's gain and the zero line
 
 
 def _variation(fig, table):

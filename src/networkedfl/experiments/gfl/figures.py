@@ -137,16 +137,28 @@ def final_losses(table: pd.DataFrame, metric: str = "test_loss") -> pd.DataFrame
 # Fig. 10.1: FedAvg vs DFL-SGD vs DFL-GT
 
 
+def _figure_legend(fig: Any, axes: Sequence[Any]) -> Any:
+    """One legend right of the panels naming every method drawn in any of them (the first
+    label of each, in drawing order): each colour means one method in the whole figure."""
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label.split(" (≈")[0], (handle, label))
+    handles, labels = zip(*entries.values(), strict=True) if entries else ((), ())
+    return fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize="small")
+
+
 def fig10_1_dfl(table: pd.DataFrame) -> plt.Figure:
-    """Chapter Fig. 10.1: test loss (left) and the DFL consensus distance (right) vs rounds."""
+    """Chapter Fig. 10.1: test loss (left) and the DFL consensus distance (right) vs rounds;
+    one legend for both panels (issue 41: the left panel's FedAvg and references had none)."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     for ax, metric, label in zip(axes, ["test_loss", "consensus_distance"], ["test loss (MSE)", "consensus distance"],
                                  strict=True):
         plot_method_curves(ax, table, metric)
         ax.set_yscale("log")
         ax.set_ylabel(label)
-    _legend_outside(axes[1])
     fig.tight_layout()
+    _figure_legend(fig, axes)
     return fig
 
 
@@ -222,19 +234,25 @@ def settings_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def fig10_3_synthetic(table: pd.DataFrame) -> plt.Figure:
-    """Chapter Fig. 10.3: local test loss, BiG-FL's UL loss at the LL models, and the UL
-    loss lowered by the learnt phi, against rounds."""
-    fig, axes = plt.subplots(1, 3, figsize=(17, 3.8))
-    plot_method_curves(axes[0], table, "test_loss")
+    """Chapter Fig. 10.3: local test loss (every method and reference, log scale; the
+    compared methods alone, linear scale: the oracles stretch the log axis and squeeze them
+    into one band), BiG-FL's UL loss at the LL models, and the UL loss lowered by the learnt
+    phi, against rounds."""
+    fig, axes = plt.subplots(1, 4, figsize=(22, 3.8))
+    order = plot_method_curves(axes[0], table, "test_loss")
     axes[0].set_ylabel("local test loss")
     axes[0].set_yscale("log")  # the oracle ends near 0.1, the methods near 3
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5),
-               fontsize="small")
-    plot_method_curves(axes[1], table, "upper_loss_full")
-    axes[1].set_ylabel("BiG-FL UL loss (10.14) at the LL models")
-    plot_upper_level_gain(axes[2], table)
-    axes[2].set_title("UL loss lowered by the learnt phi", fontsize="medium")
+    axes[0].set_title("every method, log scale", fontsize="medium")
+    compared = [m for m in order if m not in (ORACLE, CLUSTER_ORACLE)]
+    plot_method_curves(axes[1], table, "test_loss", methods=compared)
+    axes[1].set_ylabel("local test loss")
+    axes[1].set_title("the compared methods, linear scale", fontsize="medium")
+    plot_method_curves(axes[2], table, "upper_loss_full")
+    axes[2].set_ylabel("BiG-FL UL loss (10.14) at the LL models")
+    plot_upper_level_gain(axes[3], table)
+    axes[3].set_title("UL loss lowered by the learnt phi", fontsize="medium")
     fig.tight_layout()
+    _figure_legend(fig, axes)
     return fig
 
 
