@@ -22,7 +22,7 @@ from ...gtv import SquaredErrorLoss, gtv_lambda_path, linear_model_data
 from ..claims import every_seed
 from ..registry import Claim, rng_for
 
-__all__ = ["lambda_grid", "run_star_lambda", "spread", "star_lambda_claims"]
+__all__ = ["critical_lambda", "lambda_grid", "run_star_lambda", "spread", "star_lambda_claims"]
 
 Params = Mapping[str, Any]
 
@@ -35,6 +35,28 @@ def lambda_grid(params: Params) -> np.ndarray:
 def spread(weights: np.ndarray) -> float:
     """``s = max_i ||w_i - mean_j w_j||``."""
     return float(np.max(np.linalg.norm(weights - weights.mean(axis=0), axis=1)))
+
+
+def critical_lambda(features: np.ndarray, labels: np.ndarray, weight: float) -> float:
+    """Theorem 2's critical lambda on the star: the smallest ``lambda`` at which nLasso (16)
+    with the mean squared error (38) fuses every node at the pooled fit ``w_bar``.
+
+    The proof of Theorem 2 (Sec. IX-A, Lemma 3) certifies the fused solution by a flow on the
+    edges with ``||u_e||_2 <= lambda A_e`` that carries every node's gradient at ``w_bar``
+    (the primal-dual witness); on a star with the centre as Lemma 3's hub node each leaf
+    ``i`` has one edge, whose flow must carry ``grad f_i(w_bar)`` alone, so the condition
+    (35) reads ``lambda >= max_i ||grad f_i(w_bar)||_2 / A`` (the centre's balance holds
+    because the gradients at the pooled fit sum to zero).  On a tree the flow is unique:
+    the bound is also necessary.  ``f_i(w) = ||y_i - X_i w||^2 / m_i``, so
+    ``grad f_i(w) = 2 X_i^T (X_i w - y_i) / m_i``; ``features`` ``(n, m, d)`` with node 0
+    the centre, ``labels`` ``(n, m)``, ``weight`` every edge's ``A``.
+    """
+    x, y = np.asarray(features, float), np.asarray(labels, float)
+    m = x.shape[1]
+    gram, moment = np.einsum("nmd,nme->de", x, x) / m, np.einsum("nmd,nm->d", x, y) / m
+    w_bar = np.linalg.solve(gram, moment)  # the pooled fit: sum_i grad f_i(w_bar) = 0
+    grads = 2.0 * np.einsum("nmd,nm->nd", x, np.einsum("nmd,d->nm", x, w_bar) - y) / m
+    return float(np.max(np.linalg.norm(grads[1:], axis=1)) / weight)
 
 
 def run_star_lambda(
@@ -50,7 +72,10 @@ def run_star_lambda(
                            rel_gap_tol=float(params["rel_gap_tol"]))
     local = np.stack([np.linalg.lstsq(x, y, rcond=None)[0] for x, y in zip(data.features, data.labels, strict=True)])
 
-    records: list[dict[str, Any]] = []
+    # Theorem 2's fusion point of this draw, beside the observed one (issue 41)
+    records: list[dict[str, Any]] = [{"lam": np.nan, "method": "theorem_2", "seed": seed, "metric": "critical_lambda",
+                                      "value": critical_lambda(np.stack(data.features), np.stack(data.labels),
+                                                               float(params["weight"]))}]
     for k, lam in enumerate(lams):
         w = path.weights[k]
         records.append({"lam": lam, "method": "primal_dual", "seed": seed, "metric": "spread", "value": spread(w)})
