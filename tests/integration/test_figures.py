@@ -80,9 +80,11 @@ def _columns(*expected, index=None):
 
 
 def _fig02(fig, table):
-    """One panel per variant, every method in the figure's legend under its display name."""
-    assert len(fig.axes) == table["variant"].nunique()
-    assert [ax.get_title() for ax in fig.axes] == ["published (authors' notebooks)", "paper (its equations)"]
+    """One column per variant, a row per MSE (parameter, then the notebook's label MSE),
+    every method in the figure's legend under its display name."""
+    assert len(fig.axes) == 2 * table["variant"].nunique()
+    assert [ax.get_title() for ax in fig.axes] == ["published (authors' notebooks)", "paper (its equations)", "", ""]
+    assert [ax.get_ylabel() for ax in fig.axes[::2]] == ["parameter MSE (39)", "label MSE (all nodes; the notebook's)"]
     assert all(ax.get_yscale() == "log" and ax.get_xlabel().startswith("number of clusters k") for ax in fig.axes)
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == ["Alg. 1 (l1)", "IFCA", "FedAvg", "FedAvgC"]
