@@ -178,7 +178,9 @@ def _per_domain(frame, table):
 
 def _review_stats(styler, table):
     html = styler.to_html()
-    assert "avg length: difference" in html and "unique words: difference" in html and "%" in html
+    assert "Avg Length: difference" in html and "%" in html
+    assert "Unique words: recomputed / published (whitespace tokens)" in html and "x</td>" in html
+    assert "Sentences (published)" in html and "documents" not in html  # the paper's column names
 
 
 def _noniid(fig, table):

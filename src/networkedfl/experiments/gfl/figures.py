@@ -319,27 +319,47 @@ def fesem_clusters(table: pd.DataFrame) -> pd.Series | str:
     return clusters.groupby("value")["domain"].apply(lambda d: ", ".join(d)) if len(clusters) else "FeSEM not run"
 
 
+#: Table 10.2's columns under the paper's names ("Sentences", "Avg Length", "Unique/Total
+#: words"; of :func:`~.reviews.stats_frame`'s columns), published and recomputed side by side.
+TABLE_10_2_COLUMNS = {
+    "dataset": "Dataset",
+    "documents (published)": "Sentences (published)",
+    "documents": "Sentences (recomputed: lines)",
+    "avg length (published)": "Avg Length (published)",
+    "avg length, whitespace tokens": "Avg Length (recomputed: whitespace tokens)",
+    "avg length, without punctuation": "Avg Length (recomputed: without punctuation)",
+    "unique words (published)": "Unique words (published, of 63,144 total)",
+    "unique words, whitespace tokens": "Unique words (recomputed: whitespace tokens)",
+    "unique words, lowercased, without punctuation": "Unique words (recomputed: lowercased, without punctuation)",
+}
+
+
 def review_stats_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Chapter Table 10.2 as a tidy table, one row per domain in the paper's order: the
-    published columns and the recomputed ones beside them, with the relative differences of
-    the average lengths and the vocabularies (:func:`review_stats` styles it)."""
+    """Chapter Table 10.2 as a tidy table, one row per domain in the paper's order, under the
+    paper's column names (``Sentences``, ``Avg Length``, ``Unique words``): the published
+    columns and the recomputed ones beside them, with the relative difference of the average
+    length and the ratio of the recomputed vocabularies to the published one (both
+    tokenisations; :func:`review_stats` styles it)."""
     from .reviews import stats_frame
 
     frame = stats_frame(table)
-    frame["avg length: difference"] = frame["avg length, whitespace tokens"] / frame["avg length (published)"] - 1
-    frame["unique words: difference"] = (frame["unique words, whitespace tokens"] / frame["unique words (published)"]
-                                         - 1)
-    return frame.rename_axis("domain").reset_index()
+    published = frame["unique words (published)"]
+    frame["Avg Length: difference"] = frame["avg length, whitespace tokens"] / frame["avg length (published)"] - 1
+    frame["Unique words: recomputed / published (whitespace tokens)"] = (
+        frame["unique words, whitespace tokens"] / published)
+    frame["Unique words: recomputed / published (lowercased, without punctuation)"] = (
+        frame["unique words, lowercased, without punctuation"] / published)
+    return frame.rename(columns=TABLE_10_2_COLUMNS).rename_axis("domain").reset_index()
 
 
 def review_stats(table: pd.DataFrame) -> Any:
     """Chapter Table 10.2 recomputed beside the published values, with the relative
-    differences of the average lengths and the vocabularies (a pandas Styler)."""
+    difference of the average lengths and the ratios of the vocabularies (a pandas Styler)."""
     frame = review_stats_table(table).set_index("domain")
     formats = {c: "{:+.1%}" for c in frame.columns if "difference" in c}
-    formats |= {c: "{:,.1f}" for c in frame.columns if "avg length" in c and "difference" not in c}
-    formats |= {c: "{:,.0f}" for c in frame.columns
-                if ("documents" in c or "unique" in c) and "difference" not in c}
+    formats |= {c: "{:.2f}x" for c in frame.columns if "/ published" in c}
+    formats |= {c: "{:,.1f}" for c in frame.columns if c.startswith("Avg Length (")}
+    formats |= {c: "{:,.0f}" for c in frame.columns if c.startswith(("Sentences (", "Unique words ("))}
     return escaped_style(frame).format(formats, escape="html")
 
 
