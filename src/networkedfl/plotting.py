@@ -790,10 +790,7 @@ def _unmarked_overlaps(fig, tol: float) -> list[str]:
             for b, label_b in lines[i + 1:]:
                 if relative_gap(np.asarray(a.get_xydata(), float), np.asarray(b.get_xydata(), float)) > tol:
                     continue
-                labels = [label_a, label_b]
-                if any(w in label.lower() for label in labels for w in COINCIDE):
-                    continue
-                names = [_short(label).lower() for label in labels if _short(label)]
+                names = [_short(label).lower() for label in (label_a, label_b) if _short(label)]
                 if any(w in line and any(n in line for n in names) for line in texts.splitlines() for w in COINCIDE):
                     continue
                 problems.append(f"{_name(ax)}: {_describe(b, 'line', label_b)} lies on {_describe(a, 'line', label_a)} (within "
@@ -852,8 +849,9 @@ def check_figure(fig: plt.Figure, *, tol: float = 0.01,
     * two series of one panel with the same colour and style (line style and marker; a
       scatter's colours and marker);
     * a curve lying on another (largest relative difference at most ``tol`` over the x values
-      they share) while neither label nor a text of the panel or figure (legend, axis label,
-      annotation) says so with a word of :data:`COINCIDE` and the curve's name;
+      they share) while no text the reader sees (a legend entry of the panel or the figure,
+      an axis label, a title, an annotation) says so with a word of :data:`COINCIDE` and the
+      name of one of the two curves (a label that no legend shows does not count);
     * one colour with two meanings: labelled series of the figure's panels that share a
       colour but not a name (notes in brackets aside);
     * a band (``fill_between``) outside its quantity's range, found from a word of the y

@@ -110,6 +110,16 @@ def test_a_marked_overlap_in_the_label_passes():
     assert check_figure(fig) == []
 
 
+def test_a_note_in_a_label_no_legend_shows_does_not_mark_an_overlap():
+    fig, (a, b) = plt.subplots(1, 2)
+    for ax in (a, b):
+        ax.plot(X, X + 1, color="C0", label="DFL-SGD")
+    b.plot(X, X + 1, color="C1", label="DFL-GT (coincides with DFL-SGD)")  # the note is only in the label
+    a.plot(X, 2 * X + 1, color="C1", label="DFL-GT")
+    fig.legend(*a.get_legend_handles_labels(), loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    assert any("lies on" in p for p in check_figure(fig))
+
+
 def test_curves_apart_somewhere_are_not_overlaps():
     fig, ax = plt.subplots()
     ax.plot(X, X + 1, color="C0", label="a")

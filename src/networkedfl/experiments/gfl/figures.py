@@ -138,14 +138,19 @@ def final_losses(table: pd.DataFrame, metric: str = "test_loss") -> pd.DataFrame
 
 
 def _figure_legend(fig: Any, axes: Sequence[Any]) -> Any:
-    """One legend right of the panels naming every method drawn in any of them (the first
-    label of each, in drawing order): each colour means one method in the whole figure."""
-    entries: dict[str, Any] = {}
+    """One legend right of the panels naming every method drawn in any of them, in drawing
+    order (each colour means one method in the whole figure), with the panels where its
+    curve lies on another's (:func:`_coincides`'s note, after the panel's y label)."""
+    handles: dict[str, Any] = {}
+    notes: dict[str, list[str]] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            entries.setdefault(label.split(" (≈")[0], (handle, label))
-    handles, labels = zip(*entries.values(), strict=True) if entries else ((), ())
-    return fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize="small")
+            name, _, note = label.partition(" (≈")
+            handles.setdefault(name, handle)
+            if note:
+                notes.setdefault(name, []).append(f"{ax.get_ylabel()}: ≈{note.removesuffix(')')}")
+    labels = [name + (f" ({'; '.join(notes[name])})" if name in notes else "") for name in handles]
+    return fig.legend(list(handles.values()), labels, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize="small")
 
 
 def fig10_1_dfl(table: pd.DataFrame) -> plt.Figure:
