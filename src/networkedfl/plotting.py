@@ -220,9 +220,8 @@ def coinciding_curves(stats: pd.DataFrame, rtol: float = 0.01) -> dict[tuple[Any
     published variant's curves come first).  A figure must say so, or the later one is
     hidden (:func:`check_figure` applies the same rule)."""
     keys = ["variant", "curve"] if "variant" in stats else ["curve"]
-    curves = [((key if len(keys) == 2 else (None, key[0] if isinstance(key, tuple) else key)),
-               grp[["iteration", "mean"]].to_numpy(float))
-              for key, grp in stats.groupby(keys, sort=False)]
+    curves = [(key if len(keys) == 2 else (None, key[0]), grp[["iteration", "mean"]].to_numpy(float))
+              for key, grp in stats.groupby(keys, sort=False)]  # a list of keys: tuple groups
     order = {v: k for k, v in enumerate(VARIANT_STYLES)}
     curves.sort(key=lambda c: order.get(c[0][0], len(order)))
     out: dict[tuple[Any, str], tuple[Any, str]] = {}

@@ -186,3 +186,21 @@ def test_error_bar_caps_and_reference_lines_are_decorations():
     assert check_figure(fig) == []
     ax.axhline(2.0, color="C3", label="Predict the mean")  # labelled: a series, needs its entry
     assert any("Predict the mean" in p for p in check_figure(fig))
+
+
+def test_coinciding_curves_within_one_percent_across_variants():
+    """GTV Fig. 5: lambda = 1e4 lies on lambda = 1 within 1 % (not exactly); the paper
+    variant's curve is compared with the published ones too."""
+    import pandas as pd
+
+    from networkedfl.plotting import coinciding_curves
+
+    it = [0, 1, 2]
+    rows = [("published", "lambda = 1", [0.5, 0.9, 0.97]), ("published", "lambda = 10000", [0.5, 0.905, 0.975]),
+            ("published", "lambda = 0", [0.5, 0.7, 0.8]), ("paper", "lambda = 1", [0.5, 0.7, 0.801]),
+            ("paper", "lambda = 0", [0.5, 0.6, 0.6])]
+    stats = pd.DataFrame([{"variant": v, "curve": c, "iteration": i, "mean": m}
+                          for v, c, means in rows for i, m in zip(it, means, strict=True)])
+    assert coinciding_curves(stats) == {("published", "lambda = 10000"): ("published", "lambda = 1"),
+                                        ("paper", "lambda = 1"): ("published", "lambda = 0")}
+    assert coinciding_curves(stats, rtol=0.001) == {}
