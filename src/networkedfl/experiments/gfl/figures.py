@@ -277,9 +277,9 @@ def fig10_4_reviews_nlp(table: pd.DataFrame) -> plt.Figure:
     for ax, label in zip(axes, ["test loss (nats per token)", "test perplexity"], strict=True):
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    _legend_outside(axes[1])
     fig.suptitle("Next-word prediction on 16 review domains (chapter Fig 10.4)")
     fig.tight_layout()
+    _figure_legend(fig, axes)  # with both panels' notes of curves lying on others
     return fig
 
 

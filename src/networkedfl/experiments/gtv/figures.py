@@ -375,12 +375,15 @@ def plot_ablation(table: pd.DataFrame, metric: str = "label_mse") -> plt.Figure:
     """
     summary = ablation_summary(table, metric)
     panels = list(dict.fromkeys(summary["panel"]))
+    # one colour and marker per item in every panel (issue 41: one meaning per colour)
+    items = {item: k for k, item in enumerate(dict.fromkeys(summary["item"]))}
     fig, axes = plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.8), squeeze=False)
     for ax, name in zip(axes[0], panels, strict=True):
         part = summary[summary["panel"] == name]
         switches = list(dict.fromkeys(part["switch"]))
         ypos = {s: -k for k, s in enumerate(switches)}
-        for k, (item, grp) in enumerate(part.groupby("item", sort=False)):
+        for item, grp in part.groupby("item", sort=False):
+            k = items[item]
             ax.plot(grp["value"], grp["switch"].map(ypos), marker="os^Dv<>"[k % 7], ls="none",
                     color=f"C{k % 10}", label=_shown(item) if item else None)
         ax.set_yticks(list(ypos.values()), [s if s in ("published", "paper") else f"{s} -> paper"
