@@ -112,6 +112,8 @@ def _star_lambda(fig, table):
     nodes = table[(table["metric"] == "weight") & (table["method"] == "primal_dual")]["node"].nunique()
     assert len(ax1.get_lines()) == nodes  # one path per node
     assert any(label.startswith("0.001 s(") for label in _labels(ax2))  # the test profile's fusion level
+    critical = table.loc[(table["metric"] == "critical_lambda") & (table["seed"] == table["seed"].min()), "value"]
+    assert any(label.startswith("Theorem 2") and f"{critical.iloc[0]:.3g}" in label for label in _labels(ax2))
 
 
 def _ablation(fig, table):
