@@ -19,10 +19,9 @@ import pandas as pd
 
 from ...graphs import star
 from ...gtv import SquaredErrorLoss, gtv_lambda_path, linear_model_data
-from ..claims import every_seed
-from ..registry import Claim, rng_for
+from ..registry import rng_for
 
-__all__ = ["critical_lambda", "lambda_grid", "run_star_lambda", "spread", "star_lambda_claims"]
+__all__ = ["critical_lambda", "lambda_grid", "run_star_lambda", "spread"]
 
 Params = Mapping[str, Any]
 
@@ -91,39 +90,3 @@ def run_star_lambda(
             records.append({"lam": np.nan, "node": i, "component": c, "method": "local_least_squares",
                             "seed": seed, "metric": "weight", "value": local[i, c]})
     return pd.DataFrame.from_records(records)
-
-
-def star_lambda_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Theorem 2's fusion and the small-lambda limit, properties of every realisation: each is
-    checked on every seed (one counterexample fails it)."""
-    level = float(params["fusion_level"])
-    spreads = table[table["metric"] == "spread"].pivot_table(index="lam", columns="seed", values="value")
-    fused, stays, details = {}, {}, []
-    for seed in spreads.columns:
-        s = spreads[seed].dropna().sort_index()
-        threshold = level * s.iloc[0]
-        fused[seed] = bool(s.iloc[-1] <= threshold)
-        below = (s <= threshold).to_numpy()
-        first = int(np.argmax(below)) if below.any() else below.size
-        stays[seed] = bool(below.any() and below[first:].all())
-        at = f"{s.index[first]:.3g}" if below.any() else "none"
-        details.append(f"seed {seed}: s(lam_min)={s.iloc[0]:.3g}, s(lam_max)={s.iloc[-1]:.3g}, first fused lam {at}")
-    w = table[(table["metric"] == "weight")]
-    lam_min = w.loc[w["method"] == "primal_dual", "lam"].min()
-    pd_w = w[(w["method"] == "primal_dual") & (w["lam"] == lam_min)]
-    loc_w = w[w["method"] == "local_least_squares"]
-    key = ["seed", "node", "component"]
-    merged = pd_w.merge(loc_w, on=key, suffixes=("_gtv", "_local"))
-    tol = float(params["local_fit_tolerance"])
-    gap = merged.assign(d2=(merged["value_gtv"] - merged["value_local"]) ** 2, l2=merged["value_local"] ** 2)
-    per_node = gap.groupby(["seed", "node"])[["d2", "l2"]].sum()
-    rel = np.sqrt(per_node["d2"] / per_node["l2"]).groupby(level="seed").max()
-    near_local = {seed: bool(r <= tol) for seed, r in rel.items()}
-    return [
-        every_seed(f"s(lambda_max) <= {level:g} * s(lambda_min): all local models fused", fused, "; ".join(details)),
-        every_seed("once below that level, the spread stays below it for all larger lambda", stays),
-        every_seed(
-            f"at lambda_min every w_i is within {tol:.0%} (relative l2) of node i's local least-squares fit",
-            near_local, "largest relative distance per seed: " + ", ".join(f"{r:.3g}" for r in rel),
-        ),
-    ]
