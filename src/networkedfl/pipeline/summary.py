@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import html
 import re
 from collections.abc import Mapping, Sequence
@@ -14,8 +15,9 @@ from ..experiments import get_experiment
 from ..experiments.papers import PAPERS, paper_of
 from ..experiments.report import claim_text, escape_markdown
 
-__all__ = ["ablation_markdown", "claims_markdown", "gallery_markdown", "headline", "job_seconds", "markdown_table",
-           "paper_summary", "render_index", "scale_line", "summarize_claims", "test_of", "tuning_markdown"]
+__all__ = ["ablation_markdown", "chosen_points", "claims_markdown", "gallery_markdown", "headline", "job_seconds",
+           "markdown_table", "paper_summary", "render_index", "scale_line", "summarize_claims", "test_of",
+           "tuning_markdown"]
 
 #: The verdicts in the order they are shown (:data:`networkedfl.experiments.registry.VERDICTS`).
 VERDICTS = ("holds", "equivalent", "fails", "inconclusive")
@@ -262,23 +264,49 @@ def _percent(part: int, whole: int) -> str:
 
 
 def _lookup(params: Mapping[str, Any], dotted: str) -> Any:
-    value: Any = params
-    for key in dotted.split("."):
-        if not isinstance(value, Mapping) or key not in value:
-            return None
-        value = value[key]
-    return value
+    """The value at a dotted key; a ``*`` part matches every key at its level (one value if
+    they all agree, else ``{key: value}``); ``None`` where nothing is set."""
+    head, _, rest = dotted.partition(".")
+    if not isinstance(params, Mapping):
+        return None
+    if "*" in head:
+        found = {k: _lookup(v, rest) if rest else v for k, v in params.items() if fnmatch.fnmatchcase(str(k), head)}
+        found = {k: v for k, v in found.items() if v is not None}
+        values = list(dict.fromkeys(map(str, found.values())))
+        return None if not found else next(iter(found.values())) if len(values) == 1 else found
+    if head not in params:
+        return None
+    return _lookup(params[head], rest) if rest else params[head]
 
 
-def scale_line(target: str, params: Mapping[str, Any]) -> str:
+def chosen_points(table: pd.DataFrame) -> dict[str, str]:
+    """Per tuned method of a target's table, the grid point the tuning chose (``lr_scale=0.5``)."""
+    from ..plotting import tuning_summary
+
+    summary = tuning_summary(table)
+    if summary.empty:
+        return {}
+    chosen = summary[summary["chosen"]]
+    return dict(zip(chosen["method"].astype(str), chosen["grid point"].astype(str), strict=True))
+
+
+def scale_line(target: str, params: Mapping[str, Any], chosen: Mapping[str, str] | None = None) -> str:
     """The default run's scale against the paper's: the seeds, then every parameter the
-    target registers in ``paper_scale`` (``key: value (paper: ...)``)."""
+    target registers in ``paper_scale`` (``key: value (paper: ...)``).  A parameter the
+    tuning chose per method (``chosen``: :func:`chosen_points`) shows the chosen values, the
+    ones plotted, not the config's untuned default (issue 41)."""
     reps = params.get("repetitions")
     parts = [f"{reps} seed{'s' if reps != 1 else ''}" if reps is not None else "seeds: n/a"]
     for key, paper in get_experiment(target).paper_scale.items():
-        value = _lookup(params, key)
-        shown = "all" if value is None and key in params else ("n/a" if value is None else value)
-        parts.append(f"{key} = {shown} (paper: {paper})")
+        name = key.rsplit(".", 1)[-1]
+        tuned = {m: p for m, p in (chosen or {}).items() if name in p}
+        if tuned:
+            shown = "tuned per method: " + ", ".join(f"{m} {p}" for m, p in tuned.items())
+        else:
+            value = _lookup(params, key)
+            shown = "all" if value is None and key in params else value
+        if shown is not None:  # a key this run does not set is left out
+            parts.append(f"{key} = {shown} (paper: {paper})")
     return "; ".join(parts)
 
 
@@ -323,6 +351,7 @@ def gallery_markdown(
     deviations_root: str = "../deviations",
     printed: Mapping[str, pd.DataFrame] | None = None,
     failures: Sequence[str] | None = None,
+    chosen: Mapping[str, Mapping[str, str]] | None = None,
 ) -> str:
     """The gallery as a report: a summary of verdicts per paper and variant, then per paper,
     in the paper's order, every figure and table with its verdicts, its scale against the
@@ -347,6 +376,9 @@ def gallery_markdown(
     failures
         Markdown lines shown after the summary: the variants' failing claims by kind, with
         their diagnoses (:func:`~networkedfl.experiments.diagnosis.failures_markdown`).
+    chosen
+        Per tuned target, the grid point chosen per method (:func:`chosen_points`): its
+        scale line shows them instead of the config's untuned value.
     """
     from ..experiments.deviations import deviation_link
     from ..experiments.gtv.printed import printed_markdown
@@ -383,7 +415,8 @@ def gallery_markdown(
                         f"{_checks_counts(r).removeprefix('checks: ') or '–'} |" for r in rows.itertuples(index=False)]
             lines += ["| | the paper's claims (statistical; fixed and every-seed apart) | checks |", "|---|---|---|",
                       *verdicts, "",
-                      f"**Scale of this run**: {scale_line(target, params.get(target, {}))}.", ""]
+                      f"**Scale of this run**: {scale_line(target, params.get(target, {}), (chosen or {}).get(target))}.",
+                      ""]
             if experiment.has_figure:
                 image = f"{image_prefix}{target}.png"
                 lines += [f"[![{target}]({image})]({image})", ""]
