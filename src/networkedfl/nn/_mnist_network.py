@@ -358,7 +358,7 @@ class TwoLayerNetwork:
 
         def samples(features: Tensor) -> Tensor | SparseSamples:
             for tensor, version, csr in known:
-                if features is tensor and features._version == version:
+                if _same_memory(features, tensor) and features._version == version:
                     return csr
             return features
 
@@ -377,6 +377,15 @@ class TwoLayerNetwork:
         name = f"two_layer(F={self.n_features}, h={self.n_hidden}, c={self.n_classes})"
         return FlatModel(self.n_params, forward, cross_entropy, init_fn, name,
                          batch_gradient=batch_gradient, batch_loss=batch_loss)
+
+
+def _same_memory(a: Tensor, b: Tensor) -> bool:
+    """``a`` is ``b`` or a view of exactly its elements (the whole-range slice
+    ``x[0:n]`` that the local training of all clients passes): same storage, offset, shape,
+    strides, dtype and device.  A view shares ``b``'s version counter, so an in-place edit
+    of either is still seen."""
+    return a is b or (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+                      and a.dtype == b.dtype and a.device == b.device)
 
 
 def _log_softmax(z: Tensor) -> Tensor:
