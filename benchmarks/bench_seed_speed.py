@@ -77,7 +77,7 @@ def main() -> None:
         after = REPO / "src"
         graphs = Path(tempfile.gettempdir()) / "networkedfl-seed-jobs"  # stand-in MNIST graphs, kept
         graphs.mkdir(exist_ok=True)
-        print(f"| job | before: CPU (wall) | after: CPU (wall) | before / after (CPU) | tables |\n|---|---|---|---|---|")
+        print("| job | before: CPU (wall) | after: CPU (wall) | before / after (CPU) | tables |\n|---|---|---|---|---|")
         for job in args.jobs:
             times: dict[str, list[dict]] = {"before": [], "after": []}
             for _ in range(args.repeats):

@@ -38,7 +38,11 @@ def load(config: str) -> dict:
 
 
 def _graph(config: dict, name: str, workdir: Path) -> str:
-    from networkedfl.experiments.gtv.mnist_graph import build_mnist_graph, graph_file, save_mnist_graph
+    from networkedfl.experiments.gtv.mnist_graph import (
+        build_mnist_graph,
+        graph_file,
+        save_mnist_graph,
+    )
 
     cached = REPO / graph_file(name)
     if cached.is_file():
