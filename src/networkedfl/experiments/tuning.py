@@ -36,7 +36,8 @@ points there are ``s = floor(log_eta N)`` halvings; rung ``k`` runs to ``R / eta
 rounds (at least ``min_horizon``), each rung's runs start afresh (so a point's score at the
 full horizon is the one the whole grid would give it), and the chosen point is the best of
 the last rung.  Every evaluated point and rung is kept in the table (``tuning_rung``,
-``tuning_horizon``).
+``tuning_horizon``).  Where the rungs would cost at least the whole grid (counted in advance,
+:func:`halving_cost` with the block's ``overhead``), the whole grid runs instead.
 
 The points of one method are one pipeline job (:func:`point_spec` and :func:`evaluate_point`
 for each, :func:`networkedfl.pipeline.runner.run_tuning_setting`), cached like the others; a
