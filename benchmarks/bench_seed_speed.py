@@ -44,11 +44,13 @@ def export_src(ref: str, into: Path) -> Path:
     return into / "src"
 
 
-def run_seed(src: Path, job: str, seed: int, out: Path, workdir: Path) -> dict:
+def run_seed(src: Path, job: str, seed: int, out: Path, workdir: Path, whole_job: bool = False,
+             config: str = "config/config.yaml") -> dict:
     target, setting = job.split(":", 1)
     env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "seed_jobs.py"), target, setting, str(seed),
-                           "--out", str(out), "--workdir", str(workdir)],
+                           "--out", str(out), "--workdir", str(workdir), "--config", config,
+                           *(["--whole-job"] if whole_job else [])],
                           check=True, capture_output=True, text=True, env=env, cwd=REPO)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -70,6 +72,9 @@ def main() -> None:
     parser.add_argument("--jobs", nargs="+", default=list(DEFAULT_JOBS), help="target:setting")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--config", default="config/config.yaml", help="e.g. config/test.yaml (the test profile)")
+    parser.add_argument("--whole-job", action="store_true",
+                        help="MNIST jobs compute all their seeds (as the pipeline; Alg. 1 solves them together)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="networkedfl-bench-") as tmp:
         tmp_path = Path(tmp)
@@ -82,7 +87,8 @@ def main() -> None:
             times: dict[str, list[dict]] = {"before": [], "after": []}
             for _ in range(args.repeats):
                 for name, src in (("before", before), ("after", after)):
-                    times[name].append(run_seed(src, job, args.seed, tmp_path / f"{name}.csv", graphs))
+                    times[name].append(run_seed(src, job, args.seed, tmp_path / f"{name}.csv", graphs,
+                                                args.whole_job, args.config))
             cpu = {k: statistics.median(t["cpu"] for t in v) for k, v in times.items()}
             wall = {k: statistics.median(t["wall"] for t in v) for k, v in times.items()}
             same = compare_tables(tmp_path / "before.csv", tmp_path / "after.csv")

@@ -23,6 +23,7 @@ import os
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,10 +48,10 @@ def _graph(config: dict, name: str, workdir: Path) -> str:
     cached = REPO / graph_file(name)
     if cached.is_file():
         return str(cached)
-    path = workdir / f"standin_{name}.npz"
+    spec = copy.deepcopy(config["mnist_graphs"][name])
+    spec["tsne"] = {**spec.get("tsne", {}), **CHEAP_TSNE}
+    path = workdir / f"standin_{name}_{zlib.crc32(json.dumps(spec, sort_keys=True).encode()):08x}.npz"
     if not path.is_file():
-        spec = copy.deepcopy(config["mnist_graphs"][name])
-        spec["tsne"] = {**spec.get("tsne", {}), **CHEAP_TSNE}
         save_mnist_graph(build_mnist_graph(name, spec, _mnist_files(), int(config["seed"])), path)
     return str(path)
 
@@ -60,8 +61,10 @@ def _mnist_files() -> list[str]:
     return [str(base / f) for f in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")]
 
 
-def job_args(config: dict, target: str, setting: str, workdir: Path) -> tuple:
-    """``(run, params, own_setting, extra)`` of one job, inputs resolved to vendored files."""
+def job_args(config: dict, target: str, setting: str, workdir: Path, whole_job: bool = False) -> tuple:
+    """``(run, params, own_setting, extra)`` of one job, inputs resolved to vendored files;
+    ``whole_job``: an MNIST job computes all its seeds in the first call, as in the pipeline
+    (Alg. 1 solves them together), else the seed alone."""
     from networkedfl.experiments.registry import get_experiment
     from networkedfl.experiments.variants import split_setting, variant_params
 
@@ -74,7 +77,8 @@ def job_args(config: dict, target: str, setting: str, workdir: Path) -> tuple:
         inputs["mnist"] = _mnist_files()
     if "graph" in inputs:
         inputs["graph"] = _graph(config, str(params["graph"]), workdir)
-        params["repetitions"] = 0  # the job computes its seed alone (run_mnist solves a job's seeds together)
+        if not whole_job:
+            params["repetitions"] = 0  # the seed alone (run_mnist solves a job's seeds together)
     if "corpus" in inputs:
         base = REPO / "data" / "vendored" / "reviews"
         inputs["corpus"] = [str(base / Path(p).name) for p in inputs["corpus"]]
@@ -82,9 +86,9 @@ def job_args(config: dict, target: str, setting: str, workdir: Path) -> tuple:
     return experiment.run, params, own, extra
 
 
-def run_one(config: dict, target: str, setting: str, seed: int, workdir: Path):
+def run_one(config: dict, target: str, setting: str, seed: int, workdir: Path, whole_job: bool = False):
     """The job's table and its seconds (process CPU and wall clock), the run function only."""
-    run, params, own, extra = job_args(config, target, setting, workdir)
+    run, params, own, extra = job_args(config, target, setting, workdir, whole_job)
     cpu, wall = time.process_time(), time.perf_counter()
     table = run(params, own, int(seed), int(config["seed"]), **extra)
     return table, time.process_time() - cpu, time.perf_counter() - wall
@@ -98,10 +102,11 @@ def main() -> None:
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "networkedfl-seed-jobs")
     parser.add_argument("--out", type=Path, help="write the job's table here (CSV, %%.17g)")
+    parser.add_argument("--whole-job", action="store_true", help="an MNIST job: all its seeds, as the pipeline")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     config = load(args.config)
-    table, cpu, wall = run_one(config, args.target, args.setting, args.seed, args.workdir)
+    table, cpu, wall = run_one(config, args.target, args.setting, args.seed, args.workdir, args.whole_job)
     if args.out:
         table.to_csv(args.out, index=False, float_format="%.17g")
     json.dump({"cpu": cpu, "wall": wall, "rows": len(table), "pid": os.getpid()}, sys.stdout)
