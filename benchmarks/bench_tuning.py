@@ -17,6 +17,7 @@ and ``<!-- tuning:end -->`` of FILE (``benchmarks/README.md``). Nothing is asser
 
     .venv/bin/python benchmarks/bench_tuning.py --workdir /path/to/run
     .venv/bin/python benchmarks/bench_tuning.py --workdir /path/to/run --markdown benchmarks/README.md
+    .venv/bin/python benchmarks/bench_tuning.py --cost-rule      # the rungs and costs of every grid
 """
 
 from __future__ import annotations
@@ -153,6 +154,34 @@ def compare(workdir: Path, jobs: int = 1) -> list[dict]:
         return [f.result() for f in futures]
 
 
+def cost_rule() -> str:
+    """Every tuned grid of the default config: its rungs, the cost rule's counts of halving
+    and of the whole grid (runs to the full horizon), and which one the job runs. From the
+    config alone (no run needed)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from networkedfl.experiments.tuning import grid_cost, halving_cost, halving_rungs, run_overhead
+    from networkedfl.pipeline.config import load_config
+    from networkedfl.pipeline.runner import tuning_settings, tuning_specs
+
+    config = load_config(str(REPO / "config" / "config.yaml"))
+    lines = ["| target | method | points | overhead | rungs without the rule | halving (restarting) | grid | runs |",
+             "|---|---|---|---|---|---|---|---|"]
+    for target in config["experiments"]:
+        for setting in tuning_settings(config, target):
+            specs = tuning_specs(config, target, setting)
+            halving = specs[0].get("halving")
+            if not halving:
+                continue
+            n, eta, o = len(specs), int(halving.get("eta", 3)), run_overhead(halving)
+            plain = halving_rungs({**specs[0], "halving": {**halving, "overhead": 0.0}}, n)
+            rungs = halving_rungs(specs[0], n)
+            cost = halving_cost(plain, n, eta, o)
+            runs = "whole grid" if len(rungs) == 1 else "halving " + " → ".join(map(str, rungs))
+            lines.append(f"| {target} | {setting} | {n} | {o:g} | {' → '.join(map(str, plain))} | {cost:.2f} "
+                         f"| {grid_cost(n):.0f} | {runs} |")
+    return "\n".join(lines) + "\n"
+
+
 def markdown(rows: list[dict], workdir: Path) -> str:
     from networkedfl.experiments.tuning import point_label
 
@@ -189,7 +218,12 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=REPO, help="a finished default-config run (default: repo)")
     parser.add_argument("--markdown", type=Path, help="replace the tuning section of this file")
     parser.add_argument("--jobs", type=int, default=1, help="tuned methods completed at once, in processes")
+    parser.add_argument("--cost-rule", action="store_true",
+                        help="only print the cost rule of every grid of the default config (no run needed)")
     args = parser.parse_args()
+    if args.cost_rule:
+        print(cost_rule())
+        return
     workdir = args.workdir.resolve()
     markdown_file = args.markdown.resolve() if args.markdown else None
     text = markdown(compare(workdir, args.jobs), workdir)
