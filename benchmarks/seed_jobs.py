@@ -35,7 +35,8 @@ CHEAP_TSNE = {"n_iter": 30, "early_exaggeration_iter": 20, "neighbors": "approx"
 def load(config: str) -> dict:
     from networkedfl.pipeline.config import load_config
 
-    return load_config(str(REPO / config))
+    files = [REPO / "config" / "config.yaml"] + ([REPO / config] if Path(config) != Path("config/config.yaml") else [])
+    return load_config(*map(str, files))  # a profile (config/test.yaml) merged over the default, as the pipeline
 
 
 def _graph(config: dict, name: str, workdir: Path) -> str:
