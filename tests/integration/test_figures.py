@@ -262,6 +262,7 @@ CASES = [
     (gtv.plot_cluster_graph, "gtv_fig08_cluster_graph", (), _n_axes(2)),
     (gtv.fig12_star_graph, "gtv_fig12_star_graph", (), _n_axes(1, title=["star graph (centre: node 0)"])),
     (gtv.fig13_star_lambda, "gtv_fig13_star_lambda", ("params",), _star_lambda),
+    (gtv.fig13_star_lambda, "gtv_fig13_star_weight10", ("params",), _star_lambda),
     (gtv.plot_star_lambda, "gtv_fig13_star_lambda", (), _n_axes(2)),
     (gtv.quirk_ablation, "gtv_quirk_ablation", (), _ablation),
     (gtv.quirk_ablation_mnist, "gtv_quirk_ablation_mnist", (), _ablation),

@@ -4,17 +4,14 @@ Figs 10.1-10.3, Table 10.1)."""
 from __future__ import annotations
 
 from ..registry import register_target
+from .claims import dfl_claims, homologous_graphs_claims, settings_table_claims, synthetic_claims
 from .synthetic import (
     METHOD_NAMES,
-    dfl_claims,
-    homologous_graphs_claims,
     method_settings,
     run_dfl,
     run_homologous_graphs,
     run_settings_table,
     run_synthetic,
-    settings_table_claims,
-    synthetic_claims,
 )
 
 _SYNTHETIC = ("claims-means", "synthetic-claims")

@@ -103,36 +103,44 @@ def fig12_star_graph(table: pd.DataFrame) -> plt.Figure:
 
 
 def plot_star_lambda(table: pd.DataFrame, *, seed: int | None = None, fusion_level: float = 1e-3) -> plt.Figure:
-    """GTV Fig. 13: first component of every node's parameters and the spread vs lambda."""
+    """GTV Fig. 13: first component of every node's parameters and the spread vs lambda, with
+    the observed fusion point and Theorem 2's critical lambda of the same draw (metric
+    ``critical_lambda``, :func:`~.star.critical_lambda`) where the table has it.  Every node
+    is named in the legend (the centre black, each leaf a colour of its own); the spread
+    panel's lines are in colours no node has."""
     seed = int(table["seed"].min()) if seed is None else seed
     t = table[table["seed"] == seed]
     w = t[(t["metric"] == "weight") & (t["method"] == "primal_dual") & (t["component"] == 0)]
     local = t[(t["metric"] == "weight") & (t["method"] == "local_least_squares") & (t["component"] == 0)]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 3.8))
     for node, grp in w.groupby("node"):
         grp = grp.sort_values("lam")
-        # the centre in black, each leaf in a colour of its own (10 leaves: tab10)
         colour = "k" if node == 0 else f"C{(int(node) - 1) % 10}"
         ax1.plot(grp["lam"], grp["value"], lw=2.0 if node == 0 else 1.2, color=colour,
-                 label="centre (node 0)" if node == 0 else None, zorder=3 if node == 0 else 2)
+                 label="centre (node 0)" if node == 0 else f"node {int(node)}", zorder=3 if node == 0 else 2)
         ax1.scatter([grp["lam"].min() * 0.6], local.loc[local["node"] == node, "value"], s=12,
                     color=colour, marker="<")
-    ax1.legend(fontsize=8, loc="lower right")
+    ax1.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax1.set_xscale("log")
     ax1.set_xlabel(r"$\lambda$")
     ax1.set_ylabel(r"$\hat{w}_{i,1}$ (triangles: local least squares)")
     s = t[t["metric"] == "spread"].sort_values("lam")
-    ax2.plot(s["lam"], s["value"], marker="o", ms=3)
+    ax2.plot(s["lam"], s["value"], marker="o", ms=3, color="0.2", label=r"spread $s(\lambda)$")
     threshold = fusion_level * s["value"].iloc[0]
-    ax2.axhline(threshold, color="grey", ls="--", lw=1, label=f"{fusion_level:g} s($\\lambda_{{min}}$)")
+    ax2.axhline(threshold, color="0.6", ls="--", lw=1, label=f"{fusion_level:g} s($\\lambda_{{min}}$)")
     fused = s[s["value"] <= threshold]
     if len(fused):
-        ax2.axvline(fused["lam"].iloc[0], color="C3", ls=":", label=rf"$\lambda$ = {fused['lam'].iloc[0]:.3g}")
+        ax2.axvline(fused["lam"].iloc[0], color="0.35", ls=":",
+                    label=rf"observed fusion: $\lambda$ = {fused['lam'].iloc[0]:.3g}")
+    critical = t.loc[t["metric"] == "critical_lambda", "value"]
+    if len(critical):
+        ax2.axvline(float(critical.iloc[0]), color="m", ls="-.", lw=1,
+                    label=rf"Theorem 2: $\lambda^*$ = {float(critical.iloc[0]):.3g}")
     ax2.set_xscale("log")
     ax2.set_yscale("log")
     ax2.set_xlabel(r"$\lambda$")
     ax2.set_ylabel(r"spread $s(\lambda)=\max_i\|\hat w_i-\bar{\hat w}\|$")
-    ax2.legend(fontsize=8)
+    ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
