@@ -146,6 +146,21 @@ def _local_steps(params: Params, train: Sequence[np.ndarray]) -> int:
     return int(steps)
 
 
+@functools.lru_cache(maxsize=1)
+def _documents(corpus: tuple[str, ...] | str, domains: tuple[str, ...],
+               limit: int | None) -> tuple[list[list[list[str]]], list[list[list[str]]]]:
+    """Every domain's lowercased training documents and its first ``limit`` test documents,
+    read and tokenised once per process (the seeds of a job differ in their draws, not in
+    the corpus: about a second of a seed's task).  Shared: the callers only read them."""
+    train_docs, test_docs = [], []
+    for domain in domains:
+        files = read_domain(corpus, domain, LABELLED_SPLITS)
+        train_docs.append(files["train"].tokens(lowercase=True))
+        test = files["test"].tokens(lowercase=True)
+        test_docs.append(test if limit is None else test[:limit])
+    return train_docs, test_docs
+
+
 def prepare_review_task(
     params: Params,
     corpus: Sequence[str] | str,
@@ -168,13 +183,9 @@ def prepare_review_task(
         Real GloVe vectors replace the PPMI-SVD embedding when given.
     """
     domains = tuple(params.get("domains") or DOMAINS)
-    train_docs, test_docs = [], []
     limit = params.get("test_documents")
-    for domain in domains:
-        files = read_domain(corpus, domain, LABELLED_SPLITS)
-        train_docs.append(files["train"].tokens(lowercase=True))
-        test = files["test"].tokens(lowercase=True)
-        test_docs.append(test if limit is None else test[: int(limit)])
+    files = str(corpus) if isinstance(corpus, str | os.PathLike) else tuple(map(str, corpus))
+    train_docs, test_docs = _documents(files, domains, None if limit is None else int(limit))
     vocabulary = build_vocabulary((doc for docs in train_docs for doc in docs),
                                   max_size=params.get("vocab_size"))
     v, length = len(vocabulary), int(params["window"])

@@ -106,6 +106,13 @@ class MnistProblem:
         # the evaluation's products with the images, in CSR form (most pixels are 0)
         self._val, self._train = SparseSamples.of(self.val_x), SparseSamples.of(self.train_x)
 
+    def sparse(self, *tensors) -> list:
+        """``flat_model``'s ``sparse`` entries for ``tensors``: the problem's own CSR form of
+        its training or validation samples where a tensor is one of them (built once per job,
+        not once per method), the tensor itself otherwise."""
+        own = {id(self.train_x): self._train, id(self.val_x): self._val}
+        return [(t, own[id(t)]) if id(t) in own else t for t in tensors]
+
     def start_accuracies(self, w0: np.ndarray) -> dict[str, np.ndarray]:
         """:meth:`accuracies` of every node holding the vector ``w0``."""
         return self.accuracies(np.broadcast_to(w0, (self.graph.n_nodes, w0.shape[-1])).copy())
@@ -260,7 +267,7 @@ def _ifca(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict
     else:
         raise ValueError(f"IFCA model_init must be shared_start or torch_default, got {start!r}")
     data = _client_data(problem)
-    model = net.flat_model(w0, sparse=[data.features, problem.val_x])  # full-batch steps, validation losses
+    model = net.flat_model(w0, sparse=problem.sparse(data.features, problem.val_x))  # full-batch steps, validation
     models = torch.as_tensor(init).to(problem.dtype)
     by_validation = spec.get("evaluate_by", "training_loss") == "validation_loss"
 
@@ -300,7 +307,7 @@ def _fedavg(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> di
 
     rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
     data = _client_data(problem)
-    fedavg(problem.network.flat_model(w0, sparse=[data.features]), data, n_rounds=int(spec["rounds"]),
+    fedavg(problem.network.flat_model(w0, sparse=problem.sparse(data.features)), data, n_rounds=int(spec["rounds"]),
            local_epochs=int(spec["local_steps"]), batch_size=None, lr=float(spec["lr"]),
            init=w0, seed=rng, callback=_round_callback(problem, rec),
            device=problem.device, dtype=problem.dtype)
@@ -351,7 +358,7 @@ def _extra_baseline(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rn
     rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
     data = _client_data(problem)
     getattr(algorithms, name)(
-        problem.network.flat_model(w0, sparse=[data.features]), data, n_rounds=int(spec["rounds"]),
+        problem.network.flat_model(w0, sparse=problem.sparse(data.features)), data, n_rounds=int(spec["rounds"]),
         local_epochs=int(spec["local_steps"]), batch_size=None, lr=float(spec["lr"]), init=w0, seed=rng,
         callback=_round_callback(problem, rec), device=problem.device, dtype=problem.dtype, **own)
     return {}
