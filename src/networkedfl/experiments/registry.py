@@ -78,7 +78,7 @@ class Claim:
     decided the claim; exact checks have none.  ``test`` says how the claim was decided
     (:data:`CLAIM_TESTS`; the constructors of :mod:`.claims` set it) and ``split`` reports
     per-seed values that fall into two clusters (e.g. ``"3 of 40 seeds in the upper
-    cluster"``), apart from the verdict.  ``inferred`` marks a claim EXPERIMENTS.md
+    cluster"``), apart from the verdict.  ``inferred`` marks a claim the experiment specification
     tags [inferred] (expected from the sources, not stated by the paper; :func:`inferred`),
     shown beside its text in the notebooks and the gallery.
     """
@@ -127,7 +127,7 @@ class Claim:
 
 
 def inferred(*claims: Claim) -> list[Claim]:
-    """``claims`` tagged [inferred]: EXPERIMENTS.md lists them as expected from the sources,
+    """``claims`` tagged [inferred]: the experiment specification lists them as expected from the sources,
     not stated by the paper (its provenance tags).  Set where the claims are built, in the
     family's ``claims`` module."""
     return [replace(c, inferred=True) for c in claims]

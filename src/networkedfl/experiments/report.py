@@ -149,7 +149,7 @@ class Report:
 
 
 def claim_text(claim: Mapping[str, Any]) -> str:
-    """A claim's text with its [inferred] tag (EXPERIMENTS.md: expected, not stated by the
+    """A claim's text with its [inferred] tag (the experiment specification: expected, not stated by the
     paper) beside it; unescaped, for the caller's escaping."""
     flag = claim.get("inferred")
     tagged = isinstance(flag, (bool, np.bool_)) and bool(flag)  # absent (NaN) in older claims files

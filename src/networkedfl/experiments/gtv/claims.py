@@ -11,7 +11,7 @@
   linear scale.
 * The quirk ablations (issue 16; not in the paper): diagnostics of the ablation itself.
 
-A claim EXPERIMENTS.md tags [inferred] (expected, not stated by the paper) is built through
+A claim the experiment specification tags [inferred] (expected, not stated by the paper) is built through
 :func:`~networkedfl.experiments.registry.inferred`.  Every statistical claim is decided by
 :mod:`networkedfl.experiments.claims` (``docs/verdicts.md``) from per-seed values; a failing
 claim is reported, it does not fail the run.
