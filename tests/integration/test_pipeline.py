@@ -65,6 +65,9 @@ def test_all_output_kinds_appear(repo, built, target):
     html = (results / "reports" / f"{target}.html").read_text()
     assert target in html and "Claims" in html
     assert _machine_paths(html, built, repo) == []
+    # the papermill parameters beside the report: the files relative to the working directory
+    params = yaml.safe_load((results / "reports" / f"{target}.params.yaml").read_text())
+    assert params["table"] == f"results/tables/{target}.csv" and params["claims"] == f"results/claims/{target}.json"
     executed = json.loads((results / "reports" / f"{target}.ipynb").read_text())
     assert any(cell.get("outputs") for cell in executed["cells"] if cell["cell_type"] == "code")
     assert any("injected-parameters" in cell.get("metadata", {}).get("tags", []) for cell in executed["cells"])
@@ -300,6 +303,8 @@ def test_a_checkout_whose_path_has_a_space_and_a_dollar_renders_its_notebooks(re
     for report in (f"{target}.html", f"{target}.ipynb"):  # no path of this machine; the table's relative
         text = (checkout / "results" / "reports" / report).read_text(encoding="utf-8")
         assert _machine_paths(text, checkout) == [] and f"./results/tables/{target}.csv" in text
+    params = (checkout / "results" / "reports" / f"{target}.params.yaml").read_text(encoding="utf-8")
+    assert _machine_paths(params, checkout) == [] and f"figure_png: results/figures/{target}.png" in params
 
 
 def test_moving_the_checkout_or_adding_a_mirror_reruns_nothing(repo, tmp_path):
