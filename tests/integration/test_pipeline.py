@@ -1,6 +1,7 @@
 """The real Snakemake DAG on the test profile, in a scratch working directory: every
 registered target, the claims summary and the index page, as `snakemake --cores 2` builds them."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -337,6 +338,22 @@ def test_lint_is_clean(repo, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@contextlib.contextmanager
+def _threads_of_a_job(config):
+    """This process's BLAS, OpenMP and PyTorch threads as the pipeline's jobs have them
+    (``threads_per_job``, networkedfl.pipeline.determinism), restored after."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    threads, previous = int(config.get("threads_per_job", 1)), torch.get_num_threads()
+    with threadpool_limits(limits=threads):
+        torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(previous)
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_job_rerun_in_process_gives_byte_identical_records(built, test_config, inputs_for, tmp_path, target):
     """Determinism: the first job of every target (its first setting, or every setting of a
@@ -367,8 +384,9 @@ def test_a_job_rerun_in_process_gives_byte_identical_records(built, test_config,
     inputs = {k: built_table(v) if isinstance(v, str) else [built_table(p) for p in v] for k, v in inputs.items()}
     root = Path(networkedfl.__file__).parent
     seed_list = seeds(test_config, target)
-    table = run_group(test_config, target, job, seed_list, inputs or None, tuning,
-                      code=code_hash(target_modules(target, root), root))
+    with _threads_of_a_job(test_config):
+        table = run_group(test_config, target, job, seed_list, inputs or None, tuning,
+                          code=code_hash(target_modules(target, root), root))
     assert {"metric", "value", "seed"} <= set(table.columns) and len(table) > 0
     if len(settings) == 1:
         assert table["seed"].drop_duplicates().tolist() == seed_list and table["seed"].is_monotonic_increasing
