@@ -10,8 +10,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _job  # noqa: E402
 
 from networkedfl.io import previous_path, write_job_table  # noqa: E402
-from networkedfl.pipeline.integrity import read_table  # noqa: E402
 from networkedfl.pipeline.determinism import pin_job  # noqa: E402
+from networkedfl.pipeline.integrity import read_table  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import GROUP_JOB, read_previous_table, run_group  # noqa: E402
 from networkedfl.progress import ENV_VAR  # noqa: E402
