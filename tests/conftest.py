@@ -3,11 +3,32 @@ profile) and the cost split: every test under ``tests/integration/`` is marked
 ``integration``, which plain ``pytest`` leaves out (the fast loop is ``tests/unit/``); the
 README's test command (``-m ""``) runs both."""
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
 
-from networkedfl.pipeline.config import load_config
+def _pin_cpu_kernels() -> None:
+    """The CPU kernels the pipeline's jobs run (networkedfl.pipeline.determinism, config
+    ``cpu_kernels: avx2``), set before numpy, OpenBLAS or PyTorch load here, so that a job
+    run again in this process (test_pipeline.py) gives the bits of the pipeline's job on an
+    AVX-512 machine too. Asked of a short subprocess: the package imports numpy, which must
+    not be loaded here yet."""
+    if "numpy" in sys.modules:
+        return
+    code = "import json; from networkedfl.pipeline.determinism import pinned_kernels; print(json.dumps(pinned_kernels()))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    if proc.returncode == 0:
+        os.environ.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+_pin_cpu_kernels()
+
+import pytest  # noqa: E402
+
+from networkedfl.pipeline.config import load_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

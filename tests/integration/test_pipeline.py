@@ -1,6 +1,7 @@
 """The real Snakemake DAG on the test profile, in a scratch working directory: every
 registered target, the claims summary and the index page, as `snakemake --cores 2` builds them."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -65,6 +66,9 @@ def test_all_output_kinds_appear(repo, built, target):
     html = (results / "reports" / f"{target}.html").read_text()
     assert target in html and "Claims" in html
     assert _machine_paths(html, built, repo) == []
+    # the papermill parameters beside the report: the files relative to the working directory
+    params = yaml.safe_load((results / "reports" / f"{target}.params.yaml").read_text())
+    assert params["table"] == f"results/tables/{target}.csv" and params["claims"] == f"results/claims/{target}.json"
     executed = json.loads((results / "reports" / f"{target}.ipynb").read_text())
     assert any(cell.get("outputs") for cell in executed["cells"] if cell["cell_type"] == "code")
     assert any("injected-parameters" in cell.get("metadata", {}).get("tags", []) for cell in executed["cells"])
@@ -300,6 +304,8 @@ def test_a_checkout_whose_path_has_a_space_and_a_dollar_renders_its_notebooks(re
     for report in (f"{target}.html", f"{target}.ipynb"):  # no path of this machine; the table's relative
         text = (checkout / "results" / "reports" / report).read_text(encoding="utf-8")
         assert _machine_paths(text, checkout) == [] and f"./results/tables/{target}.csv" in text
+    params = (checkout / "results" / "reports" / f"{target}.params.yaml").read_text(encoding="utf-8")
+    assert _machine_paths(params, checkout) == [] and f"figure_png: results/figures/{target}.png" in params
 
 
 def test_moving_the_checkout_or_adding_a_mirror_reruns_nothing(repo, tmp_path):
@@ -332,6 +338,22 @@ def test_lint_is_clean(repo, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@contextlib.contextmanager
+def _threads_of_a_job(config):
+    """This process's BLAS, OpenMP and PyTorch threads as the pipeline's jobs have them
+    (``threads_per_job``, networkedfl.pipeline.determinism), restored after."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    threads, previous = int(config.get("threads_per_job", 1)), torch.get_num_threads()
+    with threadpool_limits(limits=threads):
+        torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(previous)
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_job_rerun_in_process_gives_byte_identical_records(built, test_config, inputs_for, tmp_path, target):
     """Determinism: the first job of every target (its first setting, or every setting of a
@@ -362,8 +384,9 @@ def test_a_job_rerun_in_process_gives_byte_identical_records(built, test_config,
     inputs = {k: built_table(v) if isinstance(v, str) else [built_table(p) for p in v] for k, v in inputs.items()}
     root = Path(networkedfl.__file__).parent
     seed_list = seeds(test_config, target)
-    table = run_group(test_config, target, job, seed_list, inputs or None, tuning,
-                      code=code_hash(target_modules(target, root), root))
+    with _threads_of_a_job(test_config):
+        table = run_group(test_config, target, job, seed_list, inputs or None, tuning,
+                          code=code_hash(target_modules(target, root), root))
     assert {"metric", "value", "seed"} <= set(table.columns) and len(table) > 0
     if len(settings) == 1:
         assert table["seed"].drop_duplicates().tolist() == seed_list and table["seed"].is_monotonic_increasing

@@ -31,6 +31,7 @@ from networkedfl.datasets import get_dataset
 from networkedfl.experiments import EXPERIMENTS, get_experiment
 from networkedfl.experiments.papers import ordered_targets
 from networkedfl.io import CorruptArtefactError, record_command, restore_previous
+from networkedfl.pipeline.determinism import pin_environment
 from networkedfl.pipeline.config import (
     check_command_line,
     merge_overlays,
@@ -100,6 +101,13 @@ type_command_line_values(config, _COMMAND_LINE)
 # Stops the run before any job starts; the message names every offending key (and shows
 # --config values as the overlay file that sets them).
 validate_config(config, workflow.source_path("../schemas/config.schema.yaml"), command_line=_COMMAND_LINE)
+
+# Float results that do not depend on the machine (docs/determinism.md, "Across machines"):
+# every job's process starts with `threads_per_job` threads in OpenMP, MKL, OpenBLAS and
+# PyTorch and, with `cpu_kernels: avx2`, the libraries' AVX2 kernels whatever the CPU. Set
+# in this process's environment, which the script jobs inherit (a cluster job's Snakemake
+# reads this file again).
+pin_environment(config)
 
 # Any checkout path: every rule's action is a Python script (`script: "../scripts/<x>.py"`),
 # never `shell:`, `run:` or `notebook:`, and Snakemake runs it as `<interpreter> <script>`
@@ -176,9 +184,22 @@ def setting_params(wildcards):
 
 
 def job_threads(wildcards):
-    """A target's `threads` (default 1): Snakemake gives the job at most that many cores
-    (fewer with a smaller --cores) and the job uses what it is given."""
-    return int(config["experiments"][wildcards.target].get("threads", 1))
+    """The cores of a target's job: its `threads` (worker processes, default 1) times
+    `threads_per_job` (the threads of each). Snakemake gives the job at most that many
+    (fewer with a smaller --cores): the job runs fewer worker processes then, never fewer
+    threads in each (the results do not depend on the processes; docs/determinism.md)."""
+    return int(config["experiments"][wildcards.target].get("threads", 1)) * THREADS_PER_JOB
+
+
+#: The threads of every job's process in every library (config `threads_per_job`): a rule
+#: parameter of the computing jobs, so a change reruns them (sums may round otherwise).
+THREADS_PER_JOB = int(config.get("threads_per_job", 1))
+
+
+def job_determinism(wildcards=None):
+    """What a computing job's floats depend on besides its parameters: the threads of its
+    process and the CPU kernels (config `threads_per_job`, `cpu_kernels`)."""
+    return {"threads_per_job": THREADS_PER_JOB, "cpu_kernels": str(config.get("cpu_kernels", "avx2"))}
 
 
 def dataset_files(name):

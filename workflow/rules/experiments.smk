@@ -21,8 +21,10 @@ rule tune_experiment:
         specs=tuning_job_specs,
         base_seed=config["seed"],
         code=code_version,
+        determinism=job_determinism,
     # before the run jobs: the longest jobs (a method's whole grid), and its runs wait on it
     priority: TUNING_PRIORITY
+    threads: lambda wildcards: THREADS_PER_JOB
     resources:
         mem_mb=2000,
     script:
@@ -44,6 +46,7 @@ rule run_experiment:
         seeds=lambda wildcards: seeds(config, wildcards.target),
         base_seed=config["seed"],
         code=code_version,
+        determinism=job_determinism,
     threads: job_threads
     resources:
         mem_mb=2000,

@@ -10,20 +10,28 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _job  # noqa: E402
 
 from networkedfl.io import previous_path, write_job_table  # noqa: E402
+from networkedfl.pipeline.determinism import pin_job  # noqa: E402
 from networkedfl.pipeline.integrity import read_table  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import GROUP_JOB, read_previous_table, run_group  # noqa: E402
 from networkedfl.progress import ENV_VAR  # noqa: E402
 
 log = _job.start(snakemake)  # noqa: F821
+# the threads of every library in this process, whatever the cores it was given (its floats
+# depend on them), and PyTorch's deterministic mode (networkedfl.pipeline.determinism)
+threads_per_job = int(snakemake.params.determinism["threads_per_job"])  # noqa: F821
+pin_job(threads_per_job)
 # tqdm progress of long loops goes to the job's log: bars appear after 10 s, update every 10 s
 os.environ.setdefault(ENV_VAR, "1")
 os.environ.setdefault("TQDM_DELAY", "10")
 os.environ.setdefault("TQDM_MININTERVAL", "10")
 wildcards = snakemake.wildcards  # noqa: F821
 experiment = dict(snakemake.params.experiment)  # noqa: F821
-if snakemake.threads > 1:  # noqa: F821  (the cores Snakemake gave the job: a target's `threads` or fewer)
-    experiment["threads"] = snakemake.threads  # noqa: F821
+# worker processes: the cores Snakemake gave the job (a target's `threads` x threads_per_job, or
+# fewer) over the threads of each; the results do not depend on them
+workers = max(1, snakemake.threads // threads_per_job)  # noqa: F821
+if workers > 1:
+    experiment["threads"] = workers
 config = {"seed": snakemake.params.base_seed, "experiments": {wildcards.target: experiment}}  # noqa: F821
 inputs = {name: value if isinstance(value, str) else list(value)
           for name, value in snakemake.input.items()}  # noqa: F821

@@ -14,11 +14,13 @@ sys.path.insert(0, str(Path(snakemake.scriptdir)))  # noqa: F821
 import _job  # noqa: E402
 
 from networkedfl.io import previous_path, write_job_table  # noqa: E402
+from networkedfl.pipeline.determinism import pin_job  # noqa: E402
 from networkedfl.pipeline.provenance import job_provenance, write_sidecar  # noqa: E402
 from networkedfl.pipeline.runner import read_previous_tuning, run_tuning_setting  # noqa: E402
 from networkedfl.progress import ENV_VAR  # noqa: E402
 
 log = _job.start(snakemake)  # noqa: F821
+pin_job(int(snakemake.params.determinism["threads_per_job"]))  # noqa: F821  (networkedfl.pipeline.determinism)
 os.environ.setdefault(ENV_VAR, "1")
 os.environ.setdefault("TQDM_DELAY", "10")
 os.environ.setdefault("TQDM_MININTERVAL", "10")

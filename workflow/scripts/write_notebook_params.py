@@ -1,4 +1,6 @@
-"""Write the papermill parameters file of a target's notebook (absolute paths)."""
+"""Write the papermill parameters file of a target's notebook: its files relative to the working
+directory (no path of this machine in a results file, issue 41 item 5; the job that executes
+the notebook passes its own files, render_notebook.py)."""
 
 import os
 import sys
@@ -19,10 +21,10 @@ parameters = {
     "target": target,
     "title": experiment.title,
     "source": experiment.source,
-    "table": os.path.abspath(snakemake.input.table),  # noqa: F821
-    "claims": os.path.abspath(snakemake.input.claims),  # noqa: F821
-    "figure_pdf": os.path.abspath(snakemake.params.figure_pdf) if figure else None,  # noqa: F821
-    "figure_png": os.path.abspath(snakemake.params.figure_png) if figure else None,  # noqa: F821
+    "table": os.path.relpath(snakemake.input.table),  # noqa: F821
+    "claims": os.path.relpath(snakemake.input.claims),  # noqa: F821
+    "figure_pdf": os.path.relpath(snakemake.params.figure_pdf) if figure else None,  # noqa: F821
+    "figure_png": os.path.relpath(snakemake.params.figure_png) if figure else None,  # noqa: F821
     "params": dict(snakemake.params.experiment),  # noqa: F821
 }
 

@@ -33,6 +33,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 from ..io import CorruptArtefactError
@@ -40,6 +41,7 @@ from .catalog import DATASETS, Dataset
 
 __all__ = [
     "KEY_ENV",
+    "OLD_KEY_ENV",
     "RACY_SECONDS",
     "ChecksumError",
     "check_raw_file",
@@ -57,8 +59,12 @@ _SIDECAR_SUFFIX = ".verified"
 #: A file whose times are this recent when it is hashed is verified but not cached.
 RACY_SECONDS = 2.0
 #: The environment variable naming the file of the key that signs the records (default
-#: ``$XDG_CACHE_HOME/networkedfl/verify.key``, ``~/.cache/...`` without it).
-KEY_ENV = "NETWORKEDFL_VERIFY_KEY"
+#: ``$XDG_CACHE_HOME/networkedfl/verify.key``, ``~/.cache/...`` without it); ``_FILE``, as
+#: ``NETWORKEDFL_RESULTS_KEY_FILE`` (:mod:`networkedfl.pipeline.signing`): a variable of the
+#: family ending in ``_FILE`` names a file, one without it holds a key.
+KEY_ENV = "NETWORKEDFL_VERIFY_KEY_FILE"
+#: The name :data:`KEY_ENV` had until issue 40 (a file too), still read, with a warning.
+OLD_KEY_ENV = "NETWORKEDFL_VERIFY_KEY"
 
 
 class ChecksumError(CorruptArtefactError):
@@ -89,6 +95,10 @@ def _stat_key(st: os.stat_result) -> dict[str, int]:
 def _key_file() -> Path:
     if os.environ.get(KEY_ENV):
         return Path(os.environ[KEY_ENV])
+    if os.environ.get(OLD_KEY_ENV):
+        warnings.warn(f"{OLD_KEY_ENV} is now {KEY_ENV} (a file, as NETWORKEDFL_RESULTS_KEY_FILE); the old "
+                      "name is read for now", FutureWarning, stacklevel=3)
+        return Path(os.environ[OLD_KEY_ENV])
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache) / "networkedfl" / "verify.key"
 

@@ -20,7 +20,7 @@ NAME = "t10k-labels-idx1-ubyte.gz"  # MNIST's smallest file
 @pytest.fixture
 def raw_file(repo, tmp_path, monkeypatch):
     monkeypatch.setattr(verify, "RACY_SECONDS", 0.0)  # record at once (the tests set no times back)
-    monkeypatch.setenv("NETWORKEDFL_VERIFY_KEY", str(tmp_path / "key"))  # not the user's own
+    monkeypatch.setenv("NETWORKEDFL_VERIFY_KEY_FILE", str(tmp_path / "key"))  # not the user's own
     path = tmp_path / "data" / "raw" / "mnist" / NAME
     path.parent.mkdir(parents=True)
     shutil.copy(repo / "data" / "vendored" / "mnist" / NAME, path)
@@ -78,3 +78,18 @@ def test_a_record_made_with_another_key_is_not_trusted(raw_file, monkeypatch, tm
     check_raw_file(raw_file)
     assert len(hashed) == 1
     assert os.stat(tmp_path / "another" / "key").st_mode & 0o077 == 0  # readable by its owner only
+
+
+def test_the_key_file_variable_ends_in_file_and_its_old_name_is_read_with_a_warning(raw_file, monkeypatch, tmp_path):
+    """One family of names (issue 40): ``NETWORKEDFL_VERIFY_KEY_FILE`` names a file, as
+    ``NETWORKEDFL_RESULTS_KEY_FILE`` does; ``NETWORKEDFL_VERIFY_KEY``, its old name, still
+    works, with a warning naming the new one, and loses to the new name where both are set."""
+    assert verify.KEY_ENV == "NETWORKEDFL_VERIFY_KEY_FILE" and verify.OLD_KEY_ENV == "NETWORKEDFL_VERIFY_KEY"
+    monkeypatch.delenv(verify.KEY_ENV)
+    monkeypatch.setenv(verify.OLD_KEY_ENV, str(tmp_path / "old" / "key"))
+    with pytest.warns(FutureWarning, match="NETWORKEDFL_VERIFY_KEY_FILE"):
+        check_raw_file(raw_file)
+    assert (tmp_path / "old" / "key").is_file()
+    monkeypatch.setenv(verify.KEY_ENV, str(tmp_path / "new" / "key"))
+    check_raw_file(raw_file)
+    assert (tmp_path / "new" / "key").is_file()

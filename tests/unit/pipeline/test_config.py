@@ -52,6 +52,8 @@ def test_deep_merge_overrides_nested_keys_only():
         (lambda c: c["experiments"]["gtv_fig13_star_lambda"].update(penalty="l7"),
          "['gtv_fig13_star_lambda']['penalty']"),
         (lambda c: c.update(seed="abc"), "config['seed']"),
+        (lambda c: c.update(threads_per_job=0), "config['threads_per_job']"),
+        (lambda c: c.update(cpu_kernels="avx512"), "config['cpu_kernels']"),
         (lambda c: c["experiments"].update(gtv_fig99_unknown={"repetitions": 1}), "gtv_fig99_unknown"),
         (lambda c: c["experiments"]["gtv_fig10_sbm_noise"].pop("p_in"), "p_in"),
         # NaN and infinities pass JSON Schema's "number": named by key (issue 22)

@@ -20,7 +20,7 @@ BUILDER = os.sep + os.path.join("work", "build", "repo")  # a checkout on some b
 VENV = os.path.join(BUILDER, ".venv")
 #: An absolute path into a user's or a scratch directory of the machine that wrote the file
 #: (the directories' bare names, as in this sentence, are no path of a machine).
-MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:root|home|work|tmp|Users)/[^\s/`'\"]")
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:root|home|work|tmp|Users|opt|mnt|srv|scratch)/[^\s/`'\"]")
 
 
 def test_the_checkout_becomes_dot_and_a_venv_inside_it_venv():
@@ -83,8 +83,9 @@ def _committed_text_files():
 
 
 def test_no_committed_file_names_a_path_of_the_machine_that_wrote_it():
-    """The gallery's notebooks, benchmarks/README.md, the docs, the package: no /root, /home,
-    /work, /tmp or /Users path (docs need none of them as an example)."""
+    """The gallery's notebooks, benchmarks/README.md, the docs, the package, constraints.txt: no
+    /root, /home, /work, /tmp, /Users, /opt, /mnt, /srv or /scratch path (docs need none of them
+    as an example; a build machine's wheel directory, /opt/..., is no install instruction)."""
     found = [f"{name}:{text.count(chr(10), 0, m.start()) + 1}: {text[m.start():].split(chr(10), 1)[0][:60]!r}"
              for name, text in _committed_text_files() for m in MACHINE_PATH.finditer(text)]
     assert not found, f"{len(found)} absolute paths (relative to the checkout instead):\n" + "\n".join(found[:20])
