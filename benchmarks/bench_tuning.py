@@ -98,7 +98,7 @@ def compare_one(workdir: Path, target: str, setting: str) -> dict:
     halved = pd.read_csv(workdir / "results" / "tuning" / target / f"{setting}.csv")
     whole = [{k: v for k, v in spec.items() if k != "halving"} for spec in tuning_specs(config, target, setting)]
     start = time.perf_counter()
-    full = run_tuning_setting(target, whole, int(config["seed"]), job_inputs(config, target, setting),
+    full = run_tuning_setting(target, whole, int(config["base_seed"]), job_inputs(config, target, setting),
                               code=code, previous=halved)
     elapsed = time.perf_counter() - start
     runner_log.removeHandler(handler)

@@ -24,7 +24,7 @@ wildcards = snakemake.wildcards  # noqa: F821
 experiment = dict(snakemake.params.experiment)  # noqa: F821
 if snakemake.threads > 1:  # noqa: F821  (the cores Snakemake gave the job: a target's `threads` or fewer)
     experiment["threads"] = snakemake.threads  # noqa: F821
-config = {"seed": snakemake.params.base_seed, "experiments": {wildcards.target: experiment}}  # noqa: F821
+config = {"base_seed": snakemake.params.base_seed, "experiments": {wildcards.target: experiment}}  # noqa: F821
 inputs = {name: value if isinstance(value, str) else list(value)
           for name, value in snakemake.input.items()}  # noqa: F821
 # the methods' tuning results (one file per tuned setting, every grid point) choose their

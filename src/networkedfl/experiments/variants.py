@@ -16,7 +16,7 @@ parameters it overrides (deep-merged over the target's own, as config files merg
 Every job then belongs to one variant: its setting is ``<variant>.<setting>`` (e.g.
 ``published.penalty-l1``), its records carry a leading ``variant`` column, and the
 target's claims are evaluated once per variant on that variant's rows.  Both variants of
-one repetition draw from the same random streams (:func:`~.registry.rng_for` does not see
+one repetition draw from the same random streams (:func:`networkedfl.seeding.rng_for` does not see
 the variant), so their difference is the quirks' effect, not sampling noise.
 """
 

@@ -35,7 +35,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._nodedata import NodeData
 from .._validation import check_int_array
-from ..seeding import as_rng
+from ..seeding import make_generator
 
 __all__ = [
     "DEFAULT_DTYPE",
@@ -93,43 +93,6 @@ def as_device(value: DeviceLike | None) -> torch.device:
 
 
 # --------------------------------------------------------------------------- randomness
-
-
-def make_generator(source: GeneratorLike | None) -> torch.Generator:
-    """A CPU :class:`torch.Generator` from an explicit source of randomness.
-
-    Parameters
-    ----------
-    source
-        A :class:`torch.Generator` (returned as it is, so its state advances as it is
-        used), a :class:`numpy.random.Generator` (one 63-bit seed is drawn from it; from a
-        ``SeedSequence``, ``BitGenerator`` or ``RandomState``, from the generator
-        :func:`networkedfl.seeding.as_rng` makes of it), an ``int`` seed, or ``None`` (a
-        generator seeded from fresh OS entropy: not reproducible).  This is the ``seed``
-        convention of :mod:`networkedfl.seeding`.
-
-    Notes
-    -----
-    Random numbers are always drawn on the CPU and then moved to the compute device, so a
-    seed gives the same mini-batches and client samples on every device.
-    """
-    if isinstance(source, torch.Generator):
-        return source
-    if source is None:
-        generator = torch.Generator(device="cpu")
-        generator.seed()  # non-deterministic, as numpy.random.default_rng(None)
-        return generator
-    if isinstance(source, np.random.Generator | np.random.SeedSequence | np.random.BitGenerator
-                  | np.random.RandomState):
-        seed = int(as_rng(source).integers(0, 2**63 - 1))  # a Generator: as it is, advancing
-    elif isinstance(source, int | np.integer) and not isinstance(source, bool):
-        seed = int(source)
-    else:
-        raise TypeError(
-            "seed must be None, an int, a numpy Generator, SeedSequence, BitGenerator or "
-            f"RandomState, or a torch.Generator, got {type(source).__name__}"
-        )
-    return torch.Generator(device="cpu").manual_seed(seed)
 
 
 def require_generator(generator: torch.Generator | None, what: str) -> torch.Generator:

@@ -84,7 +84,7 @@ def validate_config(
     schema = load_schema(schema_path)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
-    lines = _non_finite_errors(config) + [_describe(e) for e in errors]
+    lines = _renamed_key_errors(config) + _non_finite_errors(config) + [_describe(e) for e in errors]
     if not lines:
         lines = _grid_errors(config.get("experiments") or {}, "config['experiments']")
     if not lines:
@@ -93,10 +93,23 @@ def validate_config(
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines[:20]) + _overlay_hint(command_line))
 
 
+#: Top-level keys that were renamed: old name -> (new name, why).
+RENAMED_KEYS = {
+    "seed": ("base_seed", "'seed' is the repetition index 0 .. repetitions - 1 (docs/determinism.md)"),
+}
+
+
+def _renamed_key_errors(config: Mapping[str, Any]) -> list[str]:
+    """One line per top-level key under its old name (a config file or overlay written before
+    the rename): the new name to write, so the schema's bare "unexpected key" is explained."""
+    return [f"config[{old!r}]: renamed {new!r}; write `{new}: {config[old]!r}` instead ({why})"
+            for old, (new, why) in RENAMED_KEYS.items() if old in config]
+
+
 def type_command_line_values(config: MutableMapping[str, Any], command_line: Mapping[str, Any]) -> None:
     """Give the nested values of Snakemake's ``--config`` the types a config file gives them.
 
-    Snakemake types a top-level value (``--config seed=3``) but reads a nested one
+    Snakemake types a top-level value (``--config base_seed=3``) but reads a nested one
     (``--config 'experiments={gtv_fig13_star_lambda: {n_iter: 500}}'``) with YAML's base
     loader, which leaves every scalar a string (``'500'``) that the schema would refuse.
     Every string below a top-level key of ``command_line`` that ``config`` still holds there

@@ -67,7 +67,7 @@ TRAILING = ["method", "penalty", "lam", "seed", "metric", "value"]
 
 
 def seeds(config: Mapping[str, Any], target: str) -> list[int]:
-    """Repetition seeds of a target: ``0 .. repetitions - 1`` (the config seed is mixed in)."""
+    """Repetition seeds of a target: ``0 .. repetitions - 1`` (the config's ``base_seed`` is mixed in by :func:`~networkedfl.seeding.rng_for`)."""
     return list(range(int(config["experiments"][target]["repetitions"])))
 
 
@@ -291,7 +291,7 @@ def _prepare(config: Mapping[str, Any], target: str, setting: str,
     params, variant, own_setting = _variant_view(config, target, setting)
     params = tuned_params(params, own_setting, tuning)
     extra = _input_kwargs(experiment, target, inputs, lambda: job_inputs(config, target, setting))
-    return _Job(experiment, target, setting, variant, own_setting, params, int(config["seed"]), extra)
+    return _Job(experiment, target, setting, variant, own_setting, params, int(config["base_seed"]), extra)
 
 
 def _run_seed(job: _Job, seed: int) -> pd.DataFrame:
@@ -432,7 +432,7 @@ def run_group(config: Mapping[str, Any], target: str, job: str, seed_list: Seque
         variant, own = split_setting(target_params, setting)
         setting_tuning = (tuning or {}).get(setting)
         params = tuned_params(variant_params(job_params(config, target, setting), variant), own, setting_tuning)
-        key = setting_run_key(params, setting, seed_list, int(config["seed"]), code, digests)
+        key = setting_run_key(params, setting, seed_list, int(config["base_seed"]), code, digests)
         if key in known:
             rows = known[key]
             log.info("reused %s/%s: unchanged since its last run", target, setting)

@@ -91,7 +91,7 @@ def same_partition(labels, truth):
 def test_fesem_recovers_planted_clusters_from_the_figures_initialisation(seed, config):
     x, y, truth = planted(seed)
     model = mlp([D_IN, D_OUT], activation="sigmoid", bias=False, loss="half_squared_norm")
-    init, generator = figure_start(model, seed, int(config["seed"]))
+    init, generator = figure_start(model, seed, int(config["base_seed"]))
     kwargs = figure_kwargs(config)
     assert kwargs["n_clusters"] == 3
     states = []
@@ -132,7 +132,7 @@ def test_fesem_with_frozen_coordinates_clusters_by_the_data_not_by_the_mask(seed
     absent[1::2, D_IN + extra // 2:] = True       # odd clients the other half
     x, y, truth = planted(seed, extra=extra, extra_weight=weight, absent=absent)
     model = mlp([d, D_OUT], activation="sigmoid", bias=False, loss="half_squared_norm")
-    init, generator = figure_start(model, seed, int(config["seed"]))
+    init, generator = figure_start(model, seed, int(config["base_seed"]))
     init = init.reshape(d, D_OUT)
     init[D_IN:] = weight
     mask = torch.as_tensor(np.repeat(~absent, D_OUT, axis=1), dtype=torch.float64)

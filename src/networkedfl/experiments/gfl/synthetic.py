@@ -34,6 +34,7 @@ from ...datasets import (
     node_regression_data,
 )
 from ...graphs import EmpiricalGraph, ring
+from ...seeding import generator_for, rng_for
 from ..claims import (
     CLUSTER_ORACLE,
     LOCAL,
@@ -48,7 +49,7 @@ from ..claims import (
     threshold,
 )
 from ..claims import claim as claim_of
-from ..registry import Claim, rng_for
+from ..registry import Claim
 from ..tuning import VALIDATION_METRIC, evaluation_data
 from ._verdicts import below_each, decided, round_values, seed_curves
 
@@ -198,7 +199,7 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
     data and the loss on the union of the held-out sets is recorded as ``validation_loss``.
     """
     from ...algorithms import dfl_gt, dfl_sgd, fedavg_steps
-    from ...nn import ClientBatches, inverse_sqrt, make_generator
+    from ...nn import ClientBatches, inverse_sqrt
 
     torch, dtype, device = _torch_setup(params)
     nodes = heterogeneous_nodes(
@@ -227,7 +228,7 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
         return pd.DataFrame.from_records(records)
     model = mlp([int(params["dim"]), *map(int, params["hidden"]), 1], activation=params["activation"],
                 bias=True, loss="squared")
-    init = model.initial_params(make_generator(rng_for(base_seed, experiment_id, seed, "init")),
+    init = model.initial_params(generator_for(base_seed, experiment_id, seed, "init"),
                                 dtype=dtype, device=device)
     data = ClientBatches.from_arrays(x_train, y_train, dtype=dtype, device=device)
     x_test = torch.as_tensor(x_eval).to(dtype=dtype, device=device).reshape(-1, x_eval.shape[-1])
@@ -456,7 +457,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     clients on them.
     """
     from ...algorithms import bigfl, dfl_gt, dfl_sgd, fedavg_steps, fesem
-    from ...nn import ClientBatches, make_generator
+    from ...nn import ClientBatches
 
     torch, dtype, device = _torch_setup(params)
     spec = params["synthetic"]
@@ -494,7 +495,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     r, c = (int(v) for v in spec["weight_shape"])
     model = mlp([r, *map(int, spec["hidden"]), c], activation=spec["activation"], bias=False,
                 loss="half_squared_norm")
-    init = model.initial_params(make_generator(rng_for(base_seed, experiment_id, seed, "init")),
+    init = model.initial_params(generator_for(base_seed, experiment_id, seed, "init"),
                                 dtype=dtype, device=device)
     data = ClientBatches.from_arrays(x_train, y_train, dtype=dtype, device=device)
     x_test = torch.as_tensor(x_eval).to(dtype=dtype, device=device)

@@ -17,8 +17,9 @@ from scipy.sparse.csgraph import connected_components
 
 from ...graphs import EmpiricalGraph, cluster_graph, star, stochastic_block_model
 from ...gtv import cluster_weights_per_node, linear_model_data
+from ...seeding import rng_for
 from ..claims import check_all, exact
-from ..registry import Claim, rng_for
+from ..registry import Claim
 
 __all__ = [
     "cluster_graph_claims",

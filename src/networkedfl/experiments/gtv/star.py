@@ -19,8 +19,9 @@ import pandas as pd
 
 from ...graphs import star
 from ...gtv import SquaredErrorLoss, gtv_lambda_path, linear_model_data
+from ...seeding import rng_for
 from ..claims import every_seed
-from ..registry import Claim, rng_for
+from ..registry import Claim
 
 __all__ = ["lambda_grid", "run_star_lambda", "spread", "star_lambda_claims"]
 

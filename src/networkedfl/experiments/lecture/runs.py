@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...seeding import rng_for
 from ..claims import all_of, below, claim, exact, per_seed, threshold
-from ..registry import Claim, rng_for
+from ..registry import Claim
 
 __all__ = [
     "LECTURE_TABLE",
