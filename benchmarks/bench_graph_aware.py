@@ -104,7 +104,7 @@ def make_runs(dtype: torch.dtype):
     data = ClientBatches.from_arrays(inst.x_train, inst.y_train, dtype=dtype)
     graph = inst.graphs.train_graph
     init = model.initial_params(torch.Generator().manual_seed(0), dtype=dtype)
-    n = data.n_clients
+    n = data.n_nodes
     common = {"local_steps": TAU, "batch_size": None, "init": init, "seed": 0, "dtype": dtype}
     bl = params["bigfl"]
     runs: dict[str, Callable[[int], object]] = {

@@ -9,18 +9,22 @@ step counts of the algorithms): an ``int``, a numpy integer, or a float whose va
 integral (``3.0``, as a config file or a float array gives it).  ``bool`` is not an
 integer, nor are ``2.7``, NaN or a string: nothing is truncated or coerced, and every error
 names the argument.
+
+It also holds :func:`renamed`, the one way the package keeps an old public name working
+after a rename: it warns with a :class:`DeprecationWarning` that names the new one.
 """
 
 from __future__ import annotations
 
 import math
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
 
 __all__ = ["MAX_MAGNITUDE", "check_finite", "check_int", "check_int_array", "check_node_mask",
-           "check_representable", "unrepresentable"]
+           "check_representable", "renamed", "unrepresentable"]
 
 #: The largest magnitude of an edge weight or a data value: the solvers square and sum them
 #: (``||x||^2``, ``A_e ||w_i - w_j||``, Lipschitz constants ``sum_e A_e^2``), and a square of
@@ -145,3 +149,17 @@ def check_representable(value: Any, name: str, *, element: str = "entry",
         raise error(f"{name}: {at}{number!r}, which {unrepresentable(number)} "
                     f"({int(bad.sum())} such entries)")
     return arr
+
+
+def renamed(new: str, old: str) -> property:
+    """A read-only attribute ``old`` kept after its rename to ``new``: reading it warns
+    (:class:`DeprecationWarning` naming ``new``) and returns ``getattr(self, new)``."""
+
+    def getter(self: Any) -> Any:
+        warnings.warn(f"{type(self).__name__}.{old} is deprecated; use {type(self).__name__}.{new}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(self, new)
+
+    getter.__name__ = old
+    getter.__doc__ = f"Deprecated name of :attr:`{new}` (warns)."
+    return property(getter)

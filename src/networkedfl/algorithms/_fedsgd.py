@@ -51,7 +51,7 @@ def fedsgd(model: FlatModel, data: ClientData, options: TrainingOptions | None =
                     optional=("client_fraction", "client_chunk_size", "groups", "participants"))
     opts, data = run.options, run.data
     group_of, n_groups, allowed, global_params = run.server_models()
-    n_local = data.n_samples
+    n_local = data.weight_per_node
     for t, selected, idx, part in run.server_rounds(group_of, n_groups, allowed):
         grads = in_client_chunks(  # the selected clients' gradients, client_chunk_size at a time
             partial(client_gradients, model), run.chunk_size, global_params[group_of[idx]],

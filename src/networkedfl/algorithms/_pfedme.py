@@ -126,7 +126,7 @@ def pfedme(
     groups = run.zeros
     rows = run.own[:, None]
     x, y, w = data.features, data.targets, data.sample_weights
-    n_local = data.n_samples
+    n_local = data.weight_per_node
     take = min(batch_size, data.max_samples)
     trains = allowed
     for t in run.rounds():

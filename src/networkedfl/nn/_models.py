@@ -34,7 +34,7 @@ from torch.func import functional_call, grad, vmap
 from torch.overrides import TorchFunctionMode
 
 from .._nodedata import NodeData
-from .._validation import check_int_array
+from .._validation import check_int_array, renamed
 from ..seeding import make_generator
 
 __all__ = [
@@ -530,11 +530,19 @@ def _targets_tensor(values: Any, dtype: torch.dtype, device: DeviceLike) -> Tens
 class PaddedClients:
     """Shape accessors shared by the padded per-client containers (:class:`ClientData`,
     :class:`~networkedfl.nn.ClientBatches`): ``features`` of shape
-    ``(n, m, ...)`` and ``sample_weights`` ``(n, m)``, zero weight marking padding."""
+    ``(n, m, ...)`` and ``sample_weights`` ``(n, m)``, zero weight marking padding.
+
+    The accessors mean what they mean on every per-node container of the package
+    (:class:`~networkedfl.NodeData`, ``FedRelaxData``, ``LinearProblem``; docs/package.md):
+    ``n_nodes`` the number of clients, ``max_samples`` the padded length, ``samples_per_node``
+    the real sample counts and ``weight_per_node`` the summed sample weights."""
 
     @property
-    def n_clients(self) -> int:
+    def n_nodes(self) -> int:
+        """Number of clients (nodes) ``n``."""
         return int(self.features.shape[0])
+
+    n_clients = renamed("n_nodes", "n_clients")
 
     @property
     def max_samples(self) -> int:
@@ -542,10 +550,17 @@ class PaddedClients:
         return int(self.features.shape[1])
 
     @property
-    def n_samples(self) -> Tensor:
+    def samples_per_node(self) -> Tensor:
+        """Number of samples with positive weight per client, ``int64`` of shape ``(n,)``."""
+        return (self.sample_weights > 0).sum(dim=1)
+
+    @property
+    def weight_per_node(self) -> Tensor:
         """Total sample weight per client ``n_i = sum_j a_ij``, shape ``(n,)``: the FedAvg
-        averaging weights."""
+        averaging weights (the sample counts for 0/1 weights)."""
         return self.sample_weights.sum(dim=1)
+
+    n_samples = renamed("weight_per_node", "n_samples")
 
     def _check_layout(self, *, vector_targets: bool) -> None:
         """Tensors ``features (n, m, ...)`` with ``n >= 1``, ``targets (n, m)`` (or ``(n, m,
@@ -609,8 +624,9 @@ class ClientData(PaddedClients):
 
     @property
     def counts(self) -> Tensor:
-        """Number of samples with positive weight per client, ``int64`` of shape ``(n,)``."""
-        return (self.sample_weights > 0).sum(dim=1)
+        """Number of samples with positive weight per client, ``int64`` of shape ``(n,)``
+        (:attr:`samples_per_node`; the name of :class:`~networkedfl.NodeData`'s field)."""
+        return self.samples_per_node
 
     @property
     def dtype(self) -> torch.dtype:

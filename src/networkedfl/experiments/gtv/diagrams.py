@@ -82,7 +82,7 @@ def run_empirical_graph(
     data = linear_model_data(w, int(params["m"]), float(params["sigma"]), rng)
     rows = _graph_rows(graph, "empirical", clustered_layout(graph.clusters))
     for i in range(graph.n_nodes):
-        for k in range(data.n_samples):
+        for k in range(data.max_samples):
             base = {"graph": "empirical", "element": "sample", "node": i, "sample": k}
             rows += [{**base, "metric": "feature", "value": data.features[i, k, 0]},
                      {**base, "metric": "label", "value": data.labels[i, k]}]
