@@ -79,3 +79,50 @@ def test_a_batch_source_with_the_old_n_clients_warns_and_still_runs():
         source = as_batches(_OldSource(), torch.float64, "cpu")
     assert source.n_nodes == 2 and source.marker == "mine"  # other attributes pass through
     assert torch.equal(source.sample(1, None)[0], torch.ones(2, 1, 1))
+
+
+def test_british_spellings_of_public_names_warn_and_still_work():
+    """Issue 43 item 5: one spelling (-ize/-er, as scikit-learn's ``cluster_centers_``); the
+    old names and keywords warn, naming the new ones, and give the same results."""
+    from networkedfl.algorithms import (
+        center_distances,
+        centre_distances,
+        kmeans_centers,
+        kmeans_centres,
+        personalised_steps,
+        personalized_steps,
+    )
+    from networkedfl.datasets import (
+        gaussian_mixture_centers,
+        gaussian_mixture_centres,
+        homologous_graphs,
+    )
+    from networkedfl.nn import linear_regression
+
+    params, centers = torch.eye(3, dtype=torch.float64), torch.ones(2, 3, dtype=torch.float64)
+    with pytest.warns(DeprecationWarning, match="centre_distances is deprecated; use center_distances"):
+        assert torch.equal(centre_distances(params, centers), center_distances(params, centers))
+    with pytest.warns(DeprecationWarning, match=r"center_distances\(centres=...\) is deprecated; use centers"):
+        assert torch.equal(center_distances(params, centres=centers), center_distances(params, centers))
+    with pytest.raises(TypeError, match="give 'centers' only"):
+        center_distances(params, centres=centers, centers=centers)
+    with pytest.warns(DeprecationWarning, match="kmeans_centres is deprecated; use kmeans_centers"):
+        assert torch.equal(kmeans_centres(params, 2, 0), kmeans_centers(params, 2, 0))
+    with pytest.warns(DeprecationWarning, match="gaussian_mixture_centres is deprecated"):
+        old = gaussian_mixture_centres(0, 3, 2, (-0.5, 0.5))
+    np.testing.assert_array_equal(old, gaussian_mixture_centers(0, 3, 2, (-0.5, 0.5)))
+    kw = dict(n_nodes=12, std=0.5, weight_shape=(2, 2), n_neighbours=3)
+    with pytest.warns(DeprecationWarning) as caught:
+        hg = homologous_graphs(1, n_centres=3, centre_range=(-0.5, 0.5), **kw)
+    assert sorted(str(w.message) for w in caught) == [
+        "homologous_graphs(centre_range=...) is deprecated; use center_range=...",
+        "homologous_graphs(n_centres=...) is deprecated; use n_centers=..."]
+    with pytest.warns(DeprecationWarning, match=r"HomologousGraphs\.centres is deprecated; use HomologousGraphs\.centers"):
+        np.testing.assert_array_equal(hg.centres, homologous_graphs(1, n_centers=3, center_range=(-0.5, 0.5), **kw).centers)
+    model = linear_regression(2, bias=False)
+    args = (model, torch.zeros(2, 2, dtype=torch.float64), torch.zeros(2, 2, dtype=torch.float64),
+            torch.ones(2, 3, 2, dtype=torch.float64), torch.ones(2, 3, dtype=torch.float64),
+            torch.ones(2, 3, dtype=torch.float64))
+    with pytest.warns(DeprecationWarning, match="personalised_steps is deprecated; use personalized_steps"):
+        old = personalised_steps(*args, lam=1.0, lr=0.1, steps=3)
+    assert torch.equal(old, personalized_steps(*args, lam=1.0, lr=0.1, steps=3))

@@ -15,7 +15,7 @@ import torch
 
 from networkedfl.algorithms import (
     assign_nearest,
-    centre_distances,
+    center_distances,
     cluster_means,
     cluster_support,
     fesem,
@@ -171,7 +171,7 @@ def test_e_step_is_the_argmin_of_the_direct_distances():
     support = (torch.rand(3, 6, generator=g) > 0.3).double()
     for m, s in [(None, None), (mask, None), (None, support), (mask, support)]:
         direct = direct_distances(params, centres, m, s)
-        got = centre_distances(params, centres, m, s).numpy()
+        got = center_distances(params, centres, m, s).numpy()
         np.testing.assert_allclose(got, direct, rtol=1e-12)
         np.testing.assert_array_equal(assign_nearest(params, centres, m, s).numpy(),
                                       direct.argmin(1))
@@ -211,7 +211,7 @@ def test_kmeans_restarts_keep_the_lowest_inertia():
                         for c in torch.eye(4, dtype=torch.float64)[:3]])
 
     def inertia(centres, assignment):
-        return float(centre_distances(points, centres).gather(1, assignment[:, None]).sum())
+        return float(center_distances(points, centres).gather(1, assignment[:, None]).sum())
 
     for seed in range(5):
         one = kmeans(points, 3, torch.Generator().manual_seed(seed), n_init=1)

@@ -380,8 +380,8 @@ def synthetic_instance(spec: Params, seed: int, base_seed: int) -> SyntheticInst
     (its ``data`` key)."""
     rng = rng_for(base_seed, SYNTHETIC_ID, seed, "data")
     hg = homologous_graphs(
-        rng, n_nodes=int(spec["n_nodes"]), n_centres=int(spec["n_centres"]),
-        centre_range=spec["centre_range"], std=float(spec["std"]),
+        rng, n_nodes=int(spec["n_nodes"]), n_centers=int(spec["n_centres"]),
+        center_range=spec["centre_range"], std=float(spec["std"]),
         weight_shape=spec["weight_shape"], n_neighbours=int(spec["n_neighbours"]),
         propagate=bool(spec.get("propagate_ground_truth", True)))
     m, rng_in = int(spec["n_samples"]), spec["input_range"]
@@ -405,7 +405,7 @@ def validation_instance(inst: SyntheticInstance, spec: Params, seed: int, base_s
     """
     rng = rng_for(base_seed, SYNTHETIC_ID, seed, "validation-graph")
     hg = inst.graphs
-    z, graph, w = homologous_graph(rng, hg.centres, hg.components, std=float(spec["std"]),
+    z, graph, w = homologous_graph(rng, hg.centers, hg.components, std=float(spec["std"]),
                                    weight_shape=spec["weight_shape"], n_neighbours=int(spec["n_neighbours"]),
                                    propagate=bool(spec.get("propagate_ground_truth", True)))
     x, y = node_regression_data(rng, w, int(spec["n_samples"]), inst.input_range)
@@ -664,7 +664,7 @@ def run_homologous_graphs(params: Params, setting: str, seed: int, base_seed: in
     hg = inst.graphs
     mean, axes = _projection(np.vstack([hg.z_train, hg.z_test]))
     rows: list[dict[str, Any]] = [{"element": "base_seed", "metric": "base_seed", "value": base_seed}]
-    for k, xy in enumerate((hg.centres - mean) @ axes):
+    for k, xy in enumerate((hg.centers - mean) @ axes):
         rows += [{"element": "centre", "component": k, "metric": "x", "value": xy[0]},
                  {"element": "centre", "component": k, "metric": "y", "value": xy[1]}]
     for name, z, g in (("train", hg.z_train, hg.train_graph), ("test", hg.z_test, hg.test_graph)):
@@ -674,10 +674,10 @@ def run_homologous_graphs(params: Params, setting: str, seed: int, base_seed: in
         for a, b in g.edges:
             rows.append({"graph": name, "element": "edge", "source": int(a), "target": int(b),
                          "metric": "weight", "value": 1.0})
-        for k in range(hg.centres.shape[0]):
+        for k in range(hg.centers.shape[0]):
             members = z[hg.components == k]
             if len(members):
-                dist = np.linalg.norm(hg.centres - members.mean(axis=0), axis=1)
+                dist = np.linalg.norm(hg.centers - members.mean(axis=0), axis=1)
                 rows += [{"graph": name, "element": "component_distance", "component": k,
                           "centre": j, "metric": "distance", "value": d} for j, d in enumerate(dist)]
     examples = [int(np.flatnonzero(hg.components == k)[0]) for k in np.unique(hg.components)]
