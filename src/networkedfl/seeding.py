@@ -22,7 +22,7 @@ gives the same result on every device.
 Two places keep other names on purpose:
 
 * scikit-learn-style estimators (:class:`~networkedfl.gtv.GTVRegressor`,
-  :class:`~networkedfl.algorithms.FedRelax`) call it ``random_state``, as scikit-learn does,
+  :class:`~networkedfl.fedrelax.FedRelax`) call it ``random_state``, as scikit-learn does,
   so that ``clone``, grid searches and ``set_params`` work as users expect;
 * the internal protocols that the algorithms call, a data source's
   ``sample(batch_size, generator)`` and a model's ``init(generator, dtype, device)``, receive
