@@ -95,3 +95,22 @@ def test_lam_walks_from_the_config_to_the_solver_returning_at_most_four_times(co
 
 def test_the_walk_counts_a_return():
     assert _returns(["a", "b", "a", "c", "b"]) == 2 and _returns(["a", "b", "c"]) == 0
+
+
+def test_a_job_reads_its_targets_parameters_once(config, monkeypatch):
+    """Issue 43 item 5: one pipeline job (here the grouped job of every covariance-table
+    setting) resolves its target's variants and settings once, however many settings and
+    seeds it runs (the runs themselves stubbed)."""
+    import pandas as pd
+
+    from networkedfl.pipeline import runner
+
+    calls = []
+    real = runner.job_views
+    monkeypatch.setattr(runner, "job_views", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(runner, "_run_seed", lambda job, seed: pd.DataFrame(
+        {"setting": [job.setting], "seed": [seed], "metric": ["m"], "value": [1.0]}))
+    table = runner.run_group(config, "gtv_table3_covariance", runner.GROUP_JOB, [0, 1])
+    assert len(calls) == 1
+    assert table["setting"].nunique() == len(real(config["experiments"]["gtv_table3_covariance"],
+                                                  runner.get_experiment("gtv_table3_covariance").settings)) > 1
