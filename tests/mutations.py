@@ -237,6 +237,20 @@ MUTATIONS = [
         slow=True,
     ),
     Mutation(
+        "no_equivalence", "an effect inside the margin is decided as holds or fails (issue 40)",
+        "src/networkedfl/experiments/claims.py",
+        "            elif delta > 0 and bound - delta <= low and high <= bound + delta:\n                return EQUIVALENT\n",
+        "",
+        ("tests/unit/experiments/test_claims.py::test_a_significant_effect_inside_the_margin_is_equivalent_never_holds_or_fails",),
+    ),
+    Mutation(
+        "design_ignored", "the claims are evaluated without the target's margins (issue 40)",
+        "src/networkedfl/pipeline/runner.py",
+        "        with design(params.get(\"design\")):  # the margins of docs/verdicts.md#design\n",
+        "        with design(None):\n",
+        ("tests/unit/experiments/test_design.py::test_the_runner_evaluates_claims_under_the_targets_design",),
+    ),
+    Mutation(
         "claims_table_unescaped", "the reports' claims table shows results' markup as HTML",
         "src/networkedfl/experiments/report.py",
         "    return frame.style.format(_html_cell).format_index(_html_cell, axis=0).format_index(_html_cell, axis=1)\n",

@@ -169,9 +169,10 @@ def experiment_params(wildcards):
 def setting_params(wildcards):
     """The target's parameters as one job sees them (one setting's: editing another method's
     tuning grid does not rerun it; a grouped job's: the target's, and its unchanged settings
-    are taken from its last output), without `threads` (the results do not depend on it)."""
+    are taken from its last output), without `threads` and the verdicts' `design` (the results
+    do not depend on them; a changed margin re-evaluates the claims only)."""
     params = group_params(config, wildcards.target, wildcards.setting)
-    return {k: v for k, v in params.items() if k != "threads"}
+    return {k: v for k, v in params.items() if k not in ("threads", "design")}
 
 
 def job_threads(wildcards):

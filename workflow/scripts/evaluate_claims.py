@@ -21,5 +21,5 @@ write_json(claims, snakemake.output[0])  # noqa: F821
 write_sidecar(snakemake.output[0], job_provenance(target, snakemake.params.code,  # noqa: F821
                                                  inputs={"table": snakemake.input.table}))  # noqa: F821
 log.info("%s: %s", target, ", ".join(f"{sum(c['verdict'] == v for c in claims)} {v}"
-                                    for v in ("holds", "fails", "inconclusive")))
+                                    for v in ("holds", "equivalent", "fails", "inconclusive")))
 _job.finish(snakemake)  # noqa: F821

@@ -45,10 +45,17 @@ __all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "register", "
 Params = Mapping[str, Any]
 
 
-#: The three verdicts (:mod:`.claims` decides them; ``docs/verdicts.md`` states the rule).
-VERDICTS = ("holds", "fails", "inconclusive")
+#: The four verdicts, in the order they are shown (:mod:`.claims` decides them;
+#: ``docs/verdicts.md`` states the rule): ``equivalent`` says the effect lies inside the
+#: design's margin (no difference that matters).
+VERDICTS = ("holds", "equivalent", "fails", "inconclusive")
 #: A claim's kind: the paper's own, or a check of the comparison itself.
 CLAIM_KINDS = ("paper", "reference", "diagnostic")
+#: How a claim is decided, set by the constructor of :mod:`.claims` that made it: a
+#: statistical test on per-seed values (:func:`.claims.claim`, ``all_of``, ``any_of``), a
+#: fixed check without sampling noise (``exact``, ``check_all``) or a property checked on
+#: every seed (``every_seed``).  The headline counts count the statistical paper claims.
+CLAIM_TESTS = ("statistical", "fixed", "every_seed")
 
 
 def _kind_of(text: str) -> str:
@@ -62,12 +69,15 @@ def _kind_of(text: str) -> str:
 class Claim:
     """One claim of a paper, decided on a target's table (:mod:`.claims`).
 
-    ``verdict`` is ``holds``, ``fails`` or ``inconclusive``; ``kind`` is ``paper`` (a claim
+    ``verdict`` is ``holds``, ``equivalent``, ``fails`` or ``inconclusive``; ``kind`` is ``paper`` (a claim
     of the paper, or of the reproduction's list for it, docs/verdicts.md) or ``reference`` / ``diagnostic`` (a
     check of the comparison itself; by default read from a ``[reference]`` or
     ``[diagnostic]`` prefix of the text).  ``effect`` with its interval ``low``..``high``
     (``interval`` says how it was computed) and ``n_seeds`` are those of the case that
-    decided the claim; exact checks have none.
+    decided the claim; exact checks have none.  ``test`` says how the claim was decided
+    (:data:`CLAIM_TESTS`; the constructors of :mod:`.claims` set it) and ``split`` reports
+    per-seed values that fall into two clusters (e.g. ``"3 of 40 seeds in the upper
+    cluster"``), apart from the verdict.
     """
 
     claim: str
@@ -80,10 +90,14 @@ class Claim:
     high: float | None = None
     interval: str = ""
     effect_label: str = ""
+    test: str = "statistical"
+    split: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim {self.claim!r}: verdict {self.verdict!r} is not one of {VERDICTS}")
+        if self.test not in CLAIM_TESTS:
+            raise ValueError(f"claim {self.claim!r}: test {self.test!r} is not one of {CLAIM_TESTS}")
         kind = _kind_of(self.claim) if self.kind is None else self.kind
         if kind not in CLAIM_KINDS:
             raise ValueError(f"claim {self.claim!r}: kind {kind!r} is not one of {CLAIM_KINDS}")
@@ -104,7 +118,7 @@ class Claim:
         return {"claim": self.claim, "verdict": self.verdict, "kind": self.kind, "n_seeds": self.n_seeds,
                 "effect": num(self.effect), "effect_label": self.effect_label,
                 "interval": [num(self.low), num(self.high)] if self.low is not None else None,
-                "interval_method": self.interval, "detail": self.detail}
+                "interval_method": self.interval, "test": self.test, "split": self.split, "detail": self.detail}
 
 
 def _single_setting(params: Params) -> list[str]:

@@ -32,7 +32,7 @@ import pandas as pd
 from ..io import Paths, find_repo_root
 from ..plotting import claims_frame, save_figure, tuning_summary
 from .deviations import deviation_link
-from .registry import get_experiment
+from .registry import VERDICTS, get_experiment
 
 __all__ = ["DEVIATIONS_ROOT", "TABLE_VIEWS", "Report", "escape_markdown", "escaped_style", "load_target", "table_view"]
 
@@ -103,7 +103,7 @@ class Report:
         return self
 
     def claims_counts(self) -> list[str]:
-        """``"the paper's 5 claims: 3 hold, 1 fails, 1 inconclusive (checks: 2 hold)"``, per
+        """``"the paper's 5 statistical claims: 3 holds, 1 fails, 1 inconclusive (checks: 2 holds)"``, per
         variant where the claims have variants (docs/verdicts.md)."""
         frame = self.claims
         parts = frame.groupby("variant", sort=False) if "variant" in frame else [(None, frame)]
@@ -117,7 +117,8 @@ class Report:
             print(line)
         columns = [c for c in ("variant", "verdict", "claim", "effect_label", "effect", "interval", "n_seeds", "detail")
                    if c in self.claims]
-        colour = {"holds": "color: green", "fails": "color: red", "inconclusive": "color: darkorange"}
+        colour = {"holds": "color: green", "equivalent": "color: steelblue", "fails": "color: red",
+                  "inconclusive": "color: darkorange"}
         return escaped_style(self.claims[columns]).map(lambda v: colour.get(v, ""), subset=["verdict"])
 
     def show_figure(self, fig: Any) -> None:
@@ -162,13 +163,17 @@ def escaped_style(frame: pd.DataFrame) -> Any:
 
 def _counts_line(frame: pd.DataFrame) -> str:
     kinds = frame["kind"] if "kind" in frame else pd.Series("paper", index=frame.index)
+    tests = frame["test"] if "test" in frame else pd.Series("statistical", index=frame.index)
     paper, checks = frame[kinds == "paper"], frame[kinds != "paper"]
+    statistical, apart = paper[tests[kinds == "paper"] == "statistical"], paper[tests[kinds == "paper"] != "statistical"]
 
     def tally(part: pd.DataFrame) -> str:
         counts = part["verdict"].value_counts()
-        return ", ".join(f"{int(counts[v])} {v}" for v in ("holds", "fails", "inconclusive") if v in counts)
+        return ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if v in counts)
 
-    line = f"the paper's {len(paper)} claims: {tally(paper) or 'none'}"
+    line = f"the paper's {len(statistical)} statistical claims: {tally(statistical) or 'none'}"
+    if len(apart):
+        line += f"; {len(apart)} fixed or every-seed checks: {tally(apart)}"
     return line + (f" (checks: {tally(checks)})" if len(checks) else "")
 
 

@@ -58,7 +58,8 @@ def load_schema(schema_path: str | os.PathLike) -> dict[str, Any]:
     """The config schema with the registry's targets: the file holds the blocks (``$defs``),
     the registry (:data:`networkedfl.experiments.EXPERIMENTS`) which targets there are, so
     ``$defs.target_id`` gets the registered ids as its ``enum`` and ``experiments`` one
-    property per target, the block its ``Experiment.schema`` names."""
+    property per target, the block its ``Experiment.schema`` names.  Every block a target
+    names accepts the verdicts' ``design`` (``$defs.design``, docs/verdicts.md#design)."""
     from ..experiments import EXPERIMENTS
 
     schema = yaml.safe_load(Path(schema_path).read_text())
@@ -68,6 +69,8 @@ def load_schema(schema_path: str | os.PathLike) -> dict[str, Any]:
         raise ConfigError(f"{schema_path}: registered targets name config blocks (Experiment.schema) that are not "
                           f"under its $defs: {missing}")
     defs["target_id"] = {**defs.get("target_id", {}), "enum": list(EXPERIMENTS)}
+    for block in {e.schema for e in EXPERIMENTS.values()}:
+        defs[block].setdefault("properties", {})["design"] = {"$ref": "#/$defs/design"}
     schema["properties"]["experiments"]["properties"] = {
         target: {"$ref": f"#/$defs/{e.schema}"} for target, e in EXPERIMENTS.items()}
     return schema

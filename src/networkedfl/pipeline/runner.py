@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..algorithms.errors import NonFiniteError
 from ..experiments import get_experiment
+from ..experiments.claims import design
 from ..experiments.tuning import (
     at_horizon,
     evaluate_point,
@@ -402,9 +403,9 @@ def group_params(config: Mapping[str, Any], target: str, job: str) -> dict[str, 
 def setting_run_key(params: Mapping[str, Any], setting: str, seed_list: Sequence[int], base_seed: int,
                     code: str, digests: Mapping[str, Any]) -> str:
     """What one setting's runs in a grouped job depend on, hashed: the parameters it runs
-    with (tuned values applied; ``threads`` left out), its seeds, the base seed, the code
-    hash and the input files' digests."""
-    identity = {"params": {k: v for k, v in params.items() if k != "threads"}, "setting": setting,
+    with (tuned values applied; ``threads`` and the verdicts' ``design`` left out), its seeds,
+    the base seed, the code hash and the input files' digests."""
+    identity = {"params": {k: v for k, v in params.items() if k not in ("threads", "design")}, "setting": setting,
                 "seeds": [int(s) for s in seed_list], "base_seed": int(base_seed), "code": code, "inputs": digests}
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -503,7 +504,8 @@ def _claims_of(target: str, table: pd.DataFrame, params: Mapping[str, Any],
         raise ValueError(f"{where}: the table has no rows, so no claim can be evaluated (a broken run or "
                          "table, not a verdict); no claims were written")
     try:
-        claims = get_experiment(target).claims(table, params)
+        with design(params.get("design")):  # the margins of docs/verdicts.md#design
+            claims = get_experiment(target).claims(table, params)
     except Exception as exc:  # noted and raised: an error in claim code is a bug, not a verdict
         exc.add_note(f"while evaluating the claims of {where}: no claims were written")
         raise

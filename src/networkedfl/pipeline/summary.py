@@ -14,17 +14,22 @@ from ..experiments import get_experiment
 from ..experiments.papers import PAPERS, paper_of
 from ..experiments.report import escape_markdown
 
-__all__ = ["ablation_markdown", "claims_markdown", "gallery_markdown", "job_seconds", "markdown_table",
-           "paper_summary", "render_index", "scale_line", "summarize_claims", "tuning_markdown"]
+__all__ = ["ablation_markdown", "claims_markdown", "gallery_markdown", "headline", "job_seconds", "markdown_table",
+           "paper_summary", "render_index", "scale_line", "summarize_claims", "test_of", "tuning_markdown"]
 
-#: The verdicts in the order they are shown.
-VERDICTS = ("holds", "fails", "inconclusive")
+#: The verdicts in the order they are shown (:data:`networkedfl.experiments.registry.VERDICTS`).
+VERDICTS = ("holds", "equivalent", "fails", "inconclusive")
+#: Their names in a count (``3 hold``).
+_COUNTED = {"holds": "hold", "equivalent": "equivalent", "fails": "fail", "inconclusive": "inconclusive"}
 SUMMARY_COLUMNS = [
     "paper", "target", "variant", "kind", "source", "title",
-    "claims", "holds", "fails", "inconclusive", "decided",
-    "checks", "checks_hold", "checks_fail", "checks_inconclusive",
+    "claims", "holds", "equivalent", "fails", "inconclusive", "decided",
+    "fixed", "fixed_fail", "every_seed", "every_seed_fail",
+    "checks", "checks_hold", "checks_equivalent", "checks_fail", "checks_inconclusive",
     "min_seeds", "max_seeds", "failed_claims", "inconclusive_claims",
 ]
+#: The counts summed per paper (:func:`paper_summary`).
+_COUNTS = [c for c in SUMMARY_COLUMNS[6:-4]]
 
 
 def _claim_name(c: Mapping[str, Any]) -> str:
@@ -35,10 +40,21 @@ def _is_paper(c: Mapping[str, Any]) -> bool:
     return c.get("kind", "paper") == "paper"
 
 
+def test_of(c: Mapping[str, Any]) -> str:
+    """How a claim was decided: its ``test`` (``statistical``, ``fixed``, ``every_seed``), or,
+    for a claims file written before the field existed, read from its ``interval_method``."""
+    if c.get("test"):
+        return str(c["test"])
+    method = str(c.get("interval_method", ""))
+    return "fixed" if method.startswith("exact") else ("every_seed" if method.startswith("every seed") else "statistical")
+
+
 def summarize_claims(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.DataFrame:
     """One row per target and variant (``variant`` empty for targets without variants): how
-    many of the paper's claims hold, fail and are inconclusive (``decided`` = hold + fail),
-    and the same counts of the ``[reference]`` and ``[diagnostic]`` checks, kept apart.
+    many of the paper's **statistical** claims hold, are equivalent, fail and are inconclusive
+    (``claims`` counts them; ``decided`` = hold + equivalent + fail), the paper's fixed checks
+    and every-seed properties apart (``fixed``, ``every_seed``, with how many fail), and the
+    ``[reference]`` and ``[diagnostic]`` checks apart (docs/verdicts.md#counts).
 
     Parameters
     ----------
@@ -52,50 +68,78 @@ def summarize_claims(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.Da
         variants = list(dict.fromkeys(c.get("variant", "") for c in evaluated)) or [""]
         for variant in variants:
             mine = [c for c in evaluated if c.get("variant", "") == variant]
-            paper = [c for c in mine if _is_paper(c)]
+            every = [c for c in mine if _is_paper(c)]
+            paper = [c for c in every if test_of(c) == "statistical"]
+            fixed = [c for c in every if test_of(c) == "fixed"]
+            each_seed = [c for c in every if test_of(c) == "every_seed"]
             checks = [c for c in mine if not _is_paper(c)]
             seeds = [int(c["n_seeds"]) for c in mine if c.get("n_seeds") is not None]
             count = {v: sum(c["verdict"] == v for c in paper) for v in VERDICTS}
             rows.append({
                 "paper": paper_of(target).key, "target": target, "variant": variant, "kind": experiment.kind,
                 "source": experiment.source, "title": experiment.title,
-                "claims": len(paper), **count, "decided": count["holds"] + count["fails"],
+                "claims": len(paper), **count, "decided": len(paper) - count["inconclusive"],
+                "fixed": len(fixed), "fixed_fail": sum(c["verdict"] != "holds" for c in fixed),
+                "every_seed": len(each_seed), "every_seed_fail": sum(c["verdict"] != "holds" for c in each_seed),
                 "checks": len(checks),
-                **{f"checks_{name}": sum(c["verdict"] == v for c in checks)
-                   for name, v in zip(("hold", "fail", "inconclusive"), VERDICTS, strict=True)},
+                **{f"checks_{_COUNTED[v]}": sum(c["verdict"] == v for c in checks) for v in VERDICTS},
                 "min_seeds": min(seeds, default=0), "max_seeds": max(seeds, default=0),
-                "failed_claims": " | ".join(c["claim"] for c in paper if c["verdict"] == "fails"),
+                "failed_claims": " | ".join(c["claim"] for c in every if c["verdict"] == "fails"),
                 "inconclusive_claims": " | ".join(c["claim"] for c in paper if c["verdict"] == "inconclusive"),
             })
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
 def paper_summary(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per paper and variant (in the papers' order): the paper's claims that hold, fail and
-    are inconclusive, the share decided, and the checks apart.  A target without variants
-    counts under variant ``""``; the GTV targets count under ``published`` and ``paper``."""
-    counts = ["claims", "holds", "fails", "inconclusive", "decided", "checks", "checks_hold", "checks_fail",
-              "checks_inconclusive"]
+    """Per paper and variant (in the papers' order): the paper's statistical claims that hold,
+    are equivalent, fail and are inconclusive, the share decided, and the fixed checks,
+    every-seed properties and reference checks apart.  A target without variants counts under
+    variant ``""``; the GTV targets count under ``published`` and ``paper``."""
     order = {p.key: i for i, p in enumerate(PAPERS)}
-    out = summary.groupby(["paper", "variant"], sort=False)[counts].sum().reset_index()
+    out = summary.groupby(["paper", "variant"], sort=False)[_COUNTS].sum().reset_index()
     out = out.sort_values("paper", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
     out.insert(0, "name", out["paper"].map({p.key: p.name for p in PAPERS}))
     return out
 
 
 def _verdict_counts(row: Any) -> str:
-    """``"3 hold · 1 fail · 2 inconclusive"`` (the paper's claims of one summary row)."""
-    if not row.claims:
-        return "no claims"
-    return " · ".join(f"{getattr(row, v)} {name}" for v, name in
-                      (("holds", "hold"), ("fails", "fail"), ("inconclusive", "inconclusive")) if getattr(row, v))
+    """``"3 hold · 1 fail · 2 inconclusive; 2 fixed checks"`` (the paper's statistical claims
+    of one summary row, then its fixed checks and every-seed properties)."""
+    parts = " · ".join(f"{getattr(row, v)} {_COUNTED[v]}" for v in VERDICTS if getattr(row, v)) or "no statistical claims"
+    return parts + "".join(f"; {text}" for text in _apart(row) if text)
+
+
+def _apart(row: Any) -> list[str]:
+    """The paper's fixed checks and every-seed properties of a summary row (with the failing ones)."""
+    def part(n: int, bad: int, noun: str) -> str:
+        return f"{n} {noun}{'s' if n != 1 else ''}" + (f" ({bad} fail)" if bad else "") if n else ""
+
+    return [part(row.fixed, row.fixed_fail, "fixed check"), part(row.every_seed, row.every_seed_fail, "every-seed property")]
 
 
 def _checks_counts(row: Any) -> str:
     if not row.checks:
         return ""
-    parts = [f"{getattr(row, f'checks_{n}')} {n}" for n in ("hold", "fail", "inconclusive") if getattr(row, f"checks_{n}")]
+    parts = [f"{getattr(row, f'checks_{_COUNTED[v]}')} {_COUNTED[v]}" for v in VERDICTS if getattr(row, f"checks_{_COUNTED[v]}")]
     return f"checks: {' · '.join(parts)}"
+
+
+def headline(summary: pd.DataFrame) -> str:
+    """``"N statistical paper claims: h hold, e equivalent, f fail, i inconclusive (d % decided);
+    plus k fixed checks, p every-seed properties and r reference and diagnostic checks"``
+    (counted per variant; docs/verdicts.md#counts)."""
+    total = int(summary["claims"].sum())
+    tally = ", ".join(f"{int(summary[v].sum())} {_COUNTED[v]}" for v in VERDICTS)
+    decided = int(summary["decided"].sum())
+
+    def bad(column: str) -> str:
+        n = int(summary[column].sum())
+        return f" ({n} fail)" if n else ""
+
+    return (f"{total} statistical paper claims: {tally} ({_percent(decided, total)} decided); plus "
+            f"{int(summary['fixed'].sum())} fixed checks{bad('fixed_fail')}, "
+            f"{int(summary['every_seed'].sum())} every-seed properties{bad('every_seed_fail')} and "
+            f"{int(summary['checks'].sum())} reference and diagnostic checks")
 
 
 _FINISHED = re.compile(r"finished \S+: \d+ rows in ([0-9.]+) s")
@@ -149,8 +193,9 @@ def render_index(
     papers = paper_summary(summary)
     head = "".join(
         "<tr>" + "".join(f"<td>{_text(v)}</td>" for v in (
-            r.name, r.variant, r.claims, r.holds, r.fails, r.inconclusive, _percent(r.decided, r.claims),
-            f"{r.checks_hold}/{r.checks_fail}/{r.checks_inconclusive}")) + "</tr>"
+            r.name, r.variant, r.claims, r.holds, r.equivalent, r.fails, r.inconclusive, _percent(r.decided, r.claims),
+            f"{r.fixed} ({r.fixed_fail} fail)", f"{r.every_seed} ({r.every_seed_fail} fail)",
+            f"{r.checks_hold}/{r.checks_equivalent}/{r.checks_fail}/{r.checks_inconclusive}")) + "</tr>"
         for r in papers.itertuples(index=False))
     rows = []
     for target, part in summary.groupby("target", sort=False):
@@ -159,10 +204,11 @@ def render_index(
         verdicts = "<br>".join(
             (f"<b>{html.escape(r.variant)}</b>: " if r.variant else "") + html.escape(_verdict_counts(r))
             + (f"<br><small>{html.escape(_checks_counts(r))}</small>" if r.checks else "")
-            + (f"<br><small>fail: {html.escape(r.failed_claims)}</small>" if r.fails else "")
+            + (f"<br><small>fail: {html.escape(r.failed_claims)}</small>" if r.failed_claims else "")
             + (f"<br><small>inconclusive: {html.escape(r.inconclusive_claims)}</small>" if r.inconclusive else "")
             for r in part.itertuples(index=False))
-        state = "fail" if part["fails"].sum() else ("open" if part["inconclusive"].sum() else "ok")
+        failed = part[["fails", "fixed_fail", "every_seed_fail"]].to_numpy().sum()
+        state = "fail" if failed else ("open" if part["inconclusive"].sum() else "ok")
         time_cell = f"{seconds[target]:.0f} s" if seconds.get(target) is not None else ""
         thumb = (f'<a href="{html.escape(out["png"])}"><img src="{html.escape(out["png"])}" alt="{html.escape(target)}" '
                  'width="260"></a>') if out.get("png") else ""
@@ -177,7 +223,6 @@ def render_index(
                 _link(out.get("pdf"), "PDF"), _link(out.get("png"), "PNG"),
             ])) + "</td></tr>"
         )
-    total, decided = int(summary["claims"].sum()), int(summary["decided"].sum())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
@@ -189,14 +234,14 @@ tr.open td:nth-child(3) {{ background: #fff6d5; }}
 tr.fail td:nth-child(3) {{ background: #fbe9e7; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
-<p>{summary["target"].nunique()} targets; of the papers' {total} claims (counted per variant), {int(summary["holds"].sum())}
-hold, {int(summary["fails"].sum())} fail and {int(summary["inconclusive"].sum())} are inconclusive
-({_percent(decided, total)} decided). Every verdict is decided from per-seed values with a 95 % interval
-(docs/verdicts.md); the <code>[reference]</code> and <code>[diagnostic]</code> checks are counted apart
-(<a href="claims/summary.csv">claims/summary.csv</a>).</p>
+<p>{summary["target"].nunique()} targets; {html.escape(headline(summary))} (counted per variant).
+Every statistical verdict is decided from per-seed values with a 95 % interval and the design's margin
+(docs/verdicts.md); fixed checks, every-seed properties and the <code>[reference]</code> and
+<code>[diagnostic]</code> checks are counted apart (<a href="claims/summary.csv">claims/summary.csv</a>).</p>
 <table>
-<tr><th>paper</th><th>variant</th><th>claims</th><th>hold</th><th>fail</th><th>inconclusive</th><th>decided</th>
-<th>checks hold/fail/inconclusive</th></tr>
+<tr><th>paper</th><th>variant</th><th>statistical claims</th><th>hold</th><th>equivalent</th><th>fail</th>
+<th>inconclusive</th><th>decided</th><th>fixed checks</th><th>every-seed properties</th>
+<th>checks hold/equivalent/fail/inconclusive</th></tr>
 {head}
 </table>
 <table>
@@ -253,15 +298,18 @@ def markdown_table(frame: pd.DataFrame, *, index: bool = True, digits: int = 4) 
 
 def _summary_markdown(summary: pd.DataFrame) -> list[str]:
     papers = paper_summary(summary)
-    lines = ["| paper | variant | claims | hold | fail | inconclusive | decided | checks (hold · fail · inconclusive) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| paper | variant | statistical claims | hold | equivalent | fail | inconclusive | decided | fixed checks | "
+             "every-seed properties | checks (hold · equivalent · fail · inconclusive) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in papers.itertuples(index=False):
-        lines.append(f"| {_cell(r.name)} | {_cell(r.variant) or '–'} | {r.claims} | {r.holds} | {r.fails} | {r.inconclusive} | "
-                     f"{_percent(r.decided, r.claims)} | {r.checks_hold} · {r.checks_fail} · {r.checks_inconclusive} |")
+        lines.append(f"| {_cell(r.name)} | {_cell(r.variant) or '–'} | {r.claims} | {r.holds} | {r.equivalent} | {r.fails} | "
+                     f"{r.inconclusive} | {_percent(r.decided, r.claims)} | {r.fixed} | {r.every_seed} | "
+                     f"{r.checks_hold} · {r.checks_equivalent} · {r.checks_fail} · {r.checks_inconclusive} |")
     total, decided = int(papers["claims"].sum()), int(papers["decided"].sum())
-    lines.append(f"| **all** | | **{total}** | **{int(papers['holds'].sum())}** | **{int(papers['fails'].sum())}** | "
-                 f"**{int(papers['inconclusive'].sum())}** | **{_percent(decided, total)}** | |")
-    return lines
+    lines.append(f"| **all** | | **{total}** | **{int(papers['holds'].sum())}** | **{int(papers['equivalent'].sum())}** | "
+                 f"**{int(papers['fails'].sum())}** | **{int(papers['inconclusive'].sum())}** | **{_percent(decided, total)}** | "
+                 f"**{int(papers['fixed'].sum())}** | **{int(papers['every_seed'].sum())}** | |")
+    return ["**" + headline(summary) + "** (counted per variant).", "", *lines]
 
 
 def gallery_markdown(
@@ -296,10 +344,12 @@ def gallery_markdown(
     lines = [
         "# Gallery: the papers' results as the default configuration reproduces them", "",
         "Generated by `snakemake --cores 1 gallery` from a default-configuration run; do not edit. Every claim "
-        "is decided from per-seed values with a 95 % interval ([the rule](../verdicts.md)): it **holds**, "
-        "**fails**, or is **inconclusive** (the difference is inside the noise at this number of seeds). "
-        "`[reference]` and `[diagnostic]` checks of the comparisons themselves are counted apart "
-        "(\"checks\"). The GTV targets run two variants: `published` (the authors' notebooks) and `paper` "
+        "is decided from per-seed values with a 95 % interval and the design's margin ([the rule](../verdicts.md)): "
+        "it **holds**, is **equivalent** (the effect lies inside the margin: no difference that matters), "
+        "**fails**, or is **inconclusive** (the difference is inside the noise at this number of seeds). The "
+        "headline counts the papers' statistical claims; fixed checks (diagrams, copied tables), every-seed "
+        "properties and the `[reference]` and `[diagnostic]` checks of the comparisons themselves are counted "
+        "apart (\"checks\"). The GTV targets run two variants: `published` (the authors' notebooks) and `paper` "
         "(the paper's equations; [docs/variants.md](../variants.md)). [claims.md](claims.md) lists every "
         "claim with its effect, interval and seeds; [tuning.md](tuning.md) the chapter's tuning.", "",
         "## Summary", "", *_summary_markdown(summary), "",
@@ -320,7 +370,8 @@ def gallery_markdown(
                       f"`{target}` · " + " · ".join(links) + (f" · deviations: {devs}" if devs else ""), ""]
             verdicts = [f"| {_code(r.variant) if r.variant else 'claims'} | {_verdict_counts(r)} | "
                         f"{_checks_counts(r).removeprefix('checks: ') or '–'} |" for r in rows.itertuples(index=False)]
-            lines += ["| | the paper's claims | checks |", "|---|---|---|", *verdicts, "",
+            lines += ["| | the paper's claims (statistical; fixed and every-seed apart) | checks |", "|---|---|---|",
+                      *verdicts, "",
                       f"**Scale of this run**: {scale_line(target, params.get(target, {}))}.", ""]
             if experiment.has_figure:
                 image = f"{image_prefix}{target}.png"
@@ -401,13 +452,18 @@ def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
             entries = claims[target]
             experiment = get_experiment(target)
             paper_claims = [c for c in entries if _is_paper(c)]
-            tally = ", ".join(f"{sum(c['verdict'] == v for c in paper_claims)} {v}" for v in VERDICTS)
+            statistical = [c for c in paper_claims if test_of(c) == "statistical"]
+            tally = ", ".join(f"{sum(c['verdict'] == v for c in statistical)} {v}" for v in VERDICTS)
+            apart = len(paper_claims) - len(statistical)
+            tally += f"; {apart} fixed or every-seed check{'s' if apart != 1 else ''} apart" if apart else ""
             lines += [f'<a id="{target}"></a>', "", f"### `{target}`: {experiment.source}", "",
-                      f"The paper's claims: {tally}.", "",
+                      f"The paper's statistical claims: {tally}.", "",
                       "| verdict | claim | effect [95 % interval] | seeds | measured |", "|---|---|---|---|---|"]
             for c in entries:
                 verdict = c["verdict"]
                 shown = f"**{_cell(verdict)}**" if verdict != "holds" else verdict
+                if test_of(c) != "statistical":
+                    shown += f" ({'fixed' if test_of(c) == 'fixed' else 'every seed'})"
                 interval = c.get("interval")
                 effect = ""
                 if c.get("effect") is not None:

@@ -65,8 +65,13 @@ def test_load_target_reads_the_pipeline_s_outputs_and_the_registry(outputs):
     experiment = get_experiment(target)
     assert (report.title, report.source) == (experiment.title, experiment.source)
     assert report.figure_png == str(results / "figures" / f"{target}.png")
-    assert report.claims_counts() == ["published: the paper's 2 claims: 2 holds (checks: 1 holds)",
-                                      "paper: the paper's 2 claims: 1 holds, 1 fails (checks: 1 inconclusive)"]
+    assert report.claims_counts() == ["published: the paper's 2 statistical claims: 2 holds (checks: 1 holds)",
+                                      "paper: the paper's 2 statistical claims: 1 holds, 1 fails (checks: 1 inconclusive)"]
+    fixed = report.claims.assign(test=["fixed", "statistical", "statistical"] * 2,
+                                 verdict=["holds", "equivalent", "holds", "holds", "equivalent", "inconclusive"])
+    report.claims = fixed
+    assert report.claims_counts()[1] == ("paper: the paper's 1 statistical claims: 1 equivalent; "
+                                         "1 fixed or every-seed checks: 1 holds (checks: 1 inconclusive)")
     shown = report.show_claims().data
     assert list(shown.columns[:3]) == ["variant", "verdict", "claim"]
     assert report.deviations == tuple(experiment.deviations)
@@ -110,7 +115,9 @@ def test_claims_are_counted_per_variant_or_in_total(outputs, capsys):
     html = styled.to_html()
     assert "color: red" in html and "color: green" in html and "color: darkorange" in html
     report.claims = report.claims.drop(columns="variant")
-    assert report.claims_counts() == ["the paper's 4 claims: 3 holds, 1 fails (checks: 1 holds, 1 inconclusive)"]
+    assert report.claims_counts() == ["the paper's 4 statistical claims: 3 holds, 1 fails (checks: 1 holds, 1 inconclusive)"]
+    report.claims = report.claims.assign(verdict=report.claims["verdict"].replace("fails", "equivalent"))
+    assert "color: steelblue" in report.show_claims().to_html()  # the equivalent verdict has its colour
 
 
 def test_show_figure_writes_the_pdf_and_png(outputs, tmp_path):

@@ -77,6 +77,11 @@ def test_deep_merge_overrides_nested_keys_only():
          "config['experiments']['gtv_fig13_star_lambda']['weight']: 1e+200 is beyond the magnitude 1e+150"),
         (lambda c: c["experiments"]["gtv_fig12_star_graph"].update(weight=5e-324),
          "config['experiments']['gtv_fig12_star_graph']['weight']: 5e-324 is below the smallest normal"),
+        # the verdicts' design (docs/verdicts.md#design), accepted by every block
+        (lambda c: c["experiments"]["gtv_fig12_star_graph"].update(design={"ratio_margin": -0.1}), "ratio_margin"),
+        (lambda c: c["experiments"]["fedrelax_fig04_noniid_trees"]["design"].update(margin=0.1), "margin"),
+        (lambda c: c["experiments"]["gtv_fig06_mnist_methods"]["design"].update(difference_margin={"area": "big"}),
+         "difference_margin"),
     ],
 )
 def test_invalid_config_names_the_key(repo, schema_path, mutate, expected):
@@ -134,3 +139,10 @@ def test_a_value_that_fits_no_form_names_the_key_inside_it(repo, schema_path):
         validate_config(config, schema_path)
 
 
+
+
+def test_every_target_block_accepts_a_design(repo, schema_path):
+    config = copy.deepcopy(_default(repo))
+    for block in config["experiments"].values():
+        block["design"] = {"ratio_margin": 0.1, "difference_margin": {"accuracy": 0.01}, "seeds": 7}
+    validate_config(config, schema_path)
