@@ -62,7 +62,8 @@ import torch
 from torch import Tensor
 
 from .._validation import check_finite, check_int, renamed_function, renamed_keywords
-from ..nn import FlatModel, GeneratorLike, batch_gradients, freeze, make_generator
+from ..nn import FlatModel, GeneratorLike, batch_gradients, freeze
+from ..seeding import make_generator
 from ._local_sgd import local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
 

@@ -356,6 +356,8 @@ def run_setting(config: Mapping[str, Any], target: str, setting: str, seed_list:
     format) before they are concatenated, so the target's table is the one that one file per
     seed would give, byte for byte.
     """
+    if not len(seed_list):
+        raise ValueError(f"{target}, setting {setting!r}: no repetition seed (repetitions must be >= 1)")
     return _run_view(_view(config, target, setting), target, config["base_seed"], seed_list, inputs, tuning)
 
 

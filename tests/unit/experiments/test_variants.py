@@ -239,7 +239,7 @@ def test_shared_graph_and_data_across_repetitions(test_config):
            (tables["published", 0], tables["published", 1])]
     # the same graph and data with a new M: pooled models on other nodes differ, but the data are shared
     params = variant_params(config["experiments"][target], "published")
-    from networkedfl.experiments.registry import rng_for
+    from networkedfl.seeding import rng_for
     point = {"p_out": 0.01, "M": 0.4, "sigma": 0.0}
     shared = [build_instance(params, point, rng_for(1, target, s, point),
                              graph_rng=rng_for(1, target, 0, "shared", "graph", point),
