@@ -68,7 +68,8 @@ TRAILING = ["method", "penalty", "lam", "seed", "metric", "value"]
 
 
 def seeds(config: Mapping[str, Any], target: str) -> list[int]:
-    """Repetition seeds of a target: ``0 .. repetitions - 1`` (the config's ``base_seed`` is mixed in by :func:`~networkedfl.seeding.rng_for`)."""
+    """Repetition seeds of a target: ``0 .. repetitions - 1`` (the config's ``base_seed`` is
+    mixed in by :func:`~networkedfl.seeding.rng_for`)."""
     return list(range(int(config["experiments"][target]["repetitions"])))
 
 
@@ -79,10 +80,12 @@ def views(config: Mapping[str, Any], target: str) -> dict[str, JobView]:
     return job_views(config["experiments"][target], get_experiment(target).settings)
 
 
-def _view(config: Mapping[str, Any], target: str, setting: str) -> JobView:
-    """The :class:`~networkedfl.experiments.variants.JobView` of ``setting``; a ValueError
-    naming the target's settings if it has no such job."""
-    jobs = views(config, target)
+def _view(config: Mapping[str, Any], target: str, setting: str,
+          jobs: Mapping[str, JobView] | None = None) -> JobView:
+    """The :class:`~networkedfl.experiments.variants.JobView` of ``setting`` (from ``jobs``,
+    the target's :func:`views`, if given); a ValueError naming the target's settings if it has
+    no such job."""
+    jobs = views(config, target) if jobs is None else jobs
     if setting not in jobs:
         raise ValueError(f"{target} has no setting {setting!r}; settings: {list(jobs)}")
     return jobs[setting]
@@ -341,7 +344,7 @@ def tuning_table(config: Mapping[str, Any], target: str,
     """The ``tuning_`` rows of ``target``'s table from its tuning jobs' tables by setting."""
     parts, jobs = [], views(config, target)
     for setting, results in tables.items():
-        view = jobs[setting] if setting in jobs else _view(config, target, setting)  # (the error names them)
+        view = _view(config, target, setting, jobs)
         parts.append(tag_variant(tuning_rows(view.params, view.own_setting, results), view.variant))
     return pd.concat(parts, ignore_index=True) if parts else None
 
