@@ -18,6 +18,7 @@ import numpy as np
 from ._lazy import missing_extra
 
 try:
+    import matplotlib.colors
     import matplotlib.pyplot as plt
     import matplotlib.ticker
     import pandas as pd
@@ -33,14 +34,17 @@ from .io import atomic_write
 __all__ = [
     "COINCIDE",
     "PENALTY_LABELS",
+    "QUANTITY_RANGES",
     "ablation_summary",
     "accuracy_curves",
     "coinciding_curves",
     "claims_frame",
+    "check_figure",
     "figure_defects",
     "plot_accuracy_curves",
     "plot_graph",
     "plot_sweep",
+    "relative_gap",
     "save_figure",
     "summary_table",
     "sweep_summary",
@@ -209,22 +213,36 @@ def accuracy_curves(table: pd.DataFrame, curve: str, last: int) -> pd.DataFrame:
     return acc.groupby(keys, sort=False)["value"].agg(["mean", "std"]).reset_index()
 
 
-def coinciding_curves(stats: pd.DataFrame, atol: float = 1e-12) -> dict[tuple[Any, str], str]:
+def coinciding_curves(stats: pd.DataFrame, rtol: float = 0.01) -> dict[tuple[Any, str], tuple[Any, str]]:
     """Curves of :func:`accuracy_curves` that lie on an earlier one: ``{(variant, curve):
-    the earlier curve}`` (variant ``None`` without variants) where the two mean curves agree
-    at every iteration within ``atol``; a figure must say so, or the later one is hidden."""
-    out: dict[tuple[Any, str], str] = {}
-    groups = stats.groupby("variant", sort=False) if "variant" in stats else [(None, stats)]
-    for variant, part in groups:
-        means = {name: grp.set_index("iteration")["mean"] for name, grp in part.groupby("curve", sort=False)}
-        names = list(means)
-        for k, name in enumerate(names):
-            for earlier in names[:k]:
-                a, b = means[name], means[earlier]
-                if a.index.equals(b.index) and np.allclose(a.to_numpy(), b.to_numpy(), rtol=0, atol=atol):
-                    out[(variant, name)] = earlier
-                    break
+    (variant, curve) of the earlier one}`` (variant ``None`` without variants) where the two
+    mean curves differ by at most ``rtol`` relative (at every iteration they share; the
+    published variant's curves come first).  A figure must say so, or the later one is
+    hidden (:func:`check_figure` applies the same rule)."""
+    keys = ["variant", "curve"] if "variant" in stats else ["curve"]
+    curves = [(key if len(keys) == 2 else (None, key[0]), grp[["iteration", "mean"]].to_numpy(float))
+              for key, grp in stats.groupby(keys, sort=False)]  # a list of keys: tuple groups
+    order = {v: k for k, v in enumerate(VARIANT_STYLES)}
+    curves.sort(key=lambda c: order.get(c[0][0], len(order)))
+    out: dict[tuple[Any, str], tuple[Any, str]] = {}
+    for k, (key, xy) in enumerate(curves):
+        for earlier, other in curves[:k]:
+            if relative_gap(xy, other) <= rtol:
+                out[key] = earlier
+                break
     return out
+
+
+def _coincide_note(variant: Any, name: str, earlier: tuple[Any, str], variants: Sequence[Any],
+                   labels: Mapping[str, str]) -> str:
+    """Plain words for a curve drawn on an earlier one (:func:`coinciding_curves`)."""
+    mine = f"{VARIANT_SHORT.get(variant, variant)} variant " if variant is not None and len(variants) > 1 else ""
+    other_variant, other = earlier
+    if other == name:
+        return f"{mine}coincides with the {VARIANT_SHORT.get(other_variant, other_variant)} one"
+    where = (f" ({VARIANT_SHORT.get(other_variant, other_variant)})"
+             if other_variant != variant and other_variant is not None else "")
+    return f"{mine}coincides with {labels.get(other, other)}{where}"
 
 
 def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: str = "",
@@ -233,40 +251,32 @@ def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: s
     """Validation accuracy vs iteration, one colour per curve; with variants the published
     curves solid (with a band of ± std over seeds) and the paper's dashed.  The legend sits
     right of the axes (it covers no curve) and names each curve by ``labels`` (default: its
-    value); a curve that lies on an earlier one of its variant (:func:`coinciding_curves`),
-    or whose two variants coincide, says so in its label."""
+    value); a curve that lies on an earlier one (within 1 %, :func:`coinciding_curves`), or
+    whose two variants coincide, says so in plain words in its label.  The bands are clipped
+    to the accuracy's range [0, 1]."""
     stats = accuracy_curves(table, curve, last)
     variants = _variants(table) or [None]
     names = list(dict.fromkeys(stats["curve"]))
     same = coinciding_curves(stats)
-    alike = set()
-    if len(variants) == 2:  # both variants of a curve on one line: the dashed one is hidden
-        by_variant = stats.assign(curve=stats["curve"].astype(str) + " || " + stats["variant"].astype(str),
-                                  variant=0)
-        twins = coinciding_curves(by_variant.drop(columns="variant"))
-        pairs = {(a.rsplit(" || ", 1)[0], b.rsplit(" || ", 1)[0]) for (_, a), b in twins.items()}
-        alike = {name for name in names if (name, name) in pairs}
+    labels = dict(labels or {})
     fig, ax = plt.subplots(figsize=(8.6, 4.4))
     for k, name in enumerate(names):
         mine = stats[stats["curve"] == name]
         present = [v for v in variants if v is None or (mine["variant"] == v).any()]
+        notes = [_coincide_note(v, name, same[(v, name)], variants, labels) for v in present if (v, name) in same]
+        if len(present) < len(variants):
+            notes.append(f"{VARIANT_SHORT.get(present[0], present[0])} variant only")
+        label = labels.get(name, name) + (f" ({'; '.join(notes)})" if notes else "")
         for variant in present:
             part = mine if variant is None else mine[mine["variant"] == variant]
             main = variant == present[0]
-            notes = [f"{VARIANT_SHORT.get(v, v) + ': ' if v is not None and len(variants) > 1 else ''}"
-                     f"on {(labels or {}).get(same[(v, name)], same[(v, name)])}" for v in variants if (v, name) in same]
-            if name in alike:
-                notes.append("both variants alike")
-            if len(present) < len(variants):
-                notes.append(f"{VARIANT_SHORT.get(variant, variant)} variant only")
-            label = (labels or {}).get(name, name) + (f" ({'; '.join(notes)})" if notes else "")
             ax.plot(part["iteration"], part["mean"], color=f"C{k % 10}", lw=1.6 if main else 1.1,
                     ls=VARIANT_STYLES.get(variant, "-") if variant is not None else "-",
                     label=label if main else None)
-            if main:
+            if main:  # an accuracy: the band clipped to [0, 1]
                 std = part["std"].fillna(0)
-                ax.fill_between(part["iteration"], part["mean"] - std, part["mean"] + std,
-                                color=f"C{k % 10}", alpha=0.15)
+                ax.fill_between(part["iteration"], np.clip(part["mean"] - std, 0, 1),
+                                np.clip(part["mean"] + std, 0, 1), color=f"C{k % 10}", alpha=0.15)
     handles, shown = ax.get_legend_handles_labels()
     if variants[0] is not None and len(variants) > 1:
         handles += [plt.Line2D([], [], color="0.2", ls=VARIANT_STYLES.get(v, ":")) for v in variants]
@@ -553,8 +563,9 @@ def _overprinted_texts(fig, share=0.2):
     return problems
 
 
-#: Words a legend label uses to say that its curve coincides with another one.
-COINCIDE = ("coincide", "same as", "identical", "hidden", "overlap")
+#: Words a legend label (or a text of the panel) uses to say that its curve lies on another.
+COINCIDE = ("coincide", "same as", "identical", "hidden", "overlap", "lies on", "lie on", "alike", "≈",
+            "on top of")
 
 
 def _hidden_curves(fig):
@@ -589,3 +600,267 @@ def figure_defects(fig: plt.Figure) -> list[str]:
     """
     fig.canvas.draw()
     return [*_legend_overlaps(fig), *_alike_entries(fig), *_overprinted_texts(fig), *_hidden_curves(fig)]
+
+
+# --- the figure a reader checks (issue 41): every series named, none alike, overlaps said,
+# one meaning per colour, bands inside the quantity's range
+
+#: The range of a quantity, by a word of its axis label: accuracies lie in [0, 1]; errors,
+#: losses and distances are non-negative (a log axis cannot show a band below zero anyway).
+QUANTITY_RANGES = {"accuracy": (0.0, 1.0), "mse": (0.0, np.inf), "loss": (0.0, np.inf),
+                   "distance": (0.0, np.inf), "variation": (0.0, np.inf), "perplexity": (0.0, np.inf)}
+
+
+def _rgb(colour) -> tuple[float, ...]:
+    return tuple(np.round(to_rgba(colour)[:3], 3))
+
+
+def _colours_of(artist) -> set[tuple[float, ...]]:
+    """The RGB colours an artist is drawn in (a line's colour, a collection's faces, else its
+    edges; a patch's face)."""
+    if isinstance(artist, Line2D):
+        return {_rgb(artist.get_color())}
+    for getter in ("get_facecolor", "get_edgecolor", "get_color"):
+        colours = np.atleast_2d(getattr(artist, getter, lambda: np.empty((0, 4)))())
+        colours = [c for c in colours if len(c) >= 3 and (len(c) < 4 or c[3] > 0)]
+        if colours:
+            return {_rgb(c) for c in colours}
+    return set()
+
+
+def _series(ax) -> list[tuple[Any, str, str]]:
+    """The drawn series of a panel, as (artist, kind, label): lines with data (the data line of an
+    error bar, labelled by its container; a line in axes coordinates, as ``axhline``, only
+    when labelled), bands (``fill_between``), scatters and bar groups.  Caps, error bars and
+    unlabelled reference lines are decorations."""
+    from matplotlib.collections import PolyCollection
+    from matplotlib.container import BarContainer, ErrorbarContainer
+
+    skip: set[int] = set()
+    labels: dict[int, str] = {}
+    out: list[tuple[Any, str, str]] = []
+    for container in ax.containers:
+        if isinstance(container, ErrorbarContainer):
+            data, caps, bars = container.lines
+            skip.update(id(a) for a in (*caps, *bars))
+            if data is not None:
+                labels[id(data)] = container.get_label() or "_"
+        elif isinstance(container, BarContainer) and len(container.patches):
+            skip.update(id(p) for p in container.patches)
+            out.append((container.patches[0], "bars", container.get_label() or "_"))
+    for line in ax.get_lines():
+        xy = line.get_xydata()
+        drawn = line.get_linestyle() not in ("None", "", " ") or line.get_marker() not in ("None", "", " ", None)
+        if id(line) in skip or not line.get_visible() or not drawn or not np.isfinite(xy).all(axis=1).any():
+            continue
+        label = labels.get(id(line), line.get_label())
+        if line.get_transform() == ax.transData or not label.startswith("_"):
+            out.append((line, "line", label))
+    for coll in ax.collections:
+        if id(coll) in skip or not coll.get_visible():
+            continue
+        if isinstance(coll, PolyCollection) and len(coll.get_paths()):
+            out.append((coll, "band", coll.get_label()))
+        elif isinstance(coll, PathCollection) and len(coll.get_offsets()):
+            out.append((coll, "scatter", coll.get_label()))
+    return out
+
+
+def _legend_styles(fig) -> tuple[set, set]:
+    """The colours and line styles that the figure's legends (of every panel and of the
+    figure) explain."""
+    colours, styles = set(), set()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+    for legend in legends:
+        for handle in legend.legend_handles:
+            if handle is None:
+                continue
+            colours |= _colours_of(handle)
+            if isinstance(handle, Line2D):
+                styles.add(handle.get_linestyle())
+    # an entry drawn by a container (an error bar's handle is its bars): the labelled line itself
+    texts = {t.get_text() for legend in legends for t in legend.get_texts()}
+    for ax in fig.axes:
+        for artist, kind, label in _series(ax):
+            if kind == "line" and label in texts:
+                colours |= _colours_of(artist)
+                styles.add(artist.get_linestyle())
+    return colours, styles
+
+
+def _direct_labels(ax) -> set[tuple[float, ...]]:
+    """Colours of the texts written on a panel (a series labelled where it is drawn)."""
+    return {_rgb(t.get_color()) for t in ax.texts if t.get_visible() and t.get_text().strip()}
+
+
+def _describe(artist, kind: str, label: str) -> str:
+    shown = label if label and not label.startswith("_") else "an unlabelled " + kind
+    colour = "/".join(matplotlib.colors.to_hex(c) for c in sorted(_colours_of(artist))[:2])
+    return f"{shown} ({colour})"
+
+
+def _unlabelled_series(fig) -> list[str]:
+    colours, styles = _legend_styles(fig)
+    problems = []
+    for ax in fig.axes:
+        series = _series(ax)
+        lines = [a for a, kind, _ in series if kind == "line"]
+        direct = _direct_labels(ax)
+        named_lines = {c for a in lines if _colours_of(a) <= colours | direct for c in _colours_of(a)}
+        for artist, kind, label in series:
+            mine = _colours_of(artist)
+            if kind == "line" and len(lines) == 1 and ax.get_ylabel() and label.startswith("_"):
+                continue  # the panel's only curve: its axis label names it
+            if mine <= direct:
+                continue
+            explained = mine <= colours and (kind != "line" or artist.get_linestyle() in styles)
+            if kind == "band":  # the band of a named curve of its colour
+                explained = explained or mine <= named_lines
+            if not explained:
+                problems.append(f"{_name(ax)}: {_describe(artist, kind, label)} has no legend entry nor direct label")
+    return problems
+
+
+def _line_key(line) -> tuple:
+    return (_rgb(line.get_color()), str(line.get_linestyle()), str(line.get_marker()))
+
+
+def _same_looking_series(fig) -> list[str]:
+    problems = []
+    for ax in fig.axes:
+        seen: dict[tuple, str] = {}
+        for artist, kind, label in _series(ax):
+            if kind == "line":
+                key = _line_key(artist)
+            elif kind == "scatter":
+                paths = artist.get_paths()
+                key = (tuple(sorted(_colours_of(artist))), tuple(np.round(paths[0].vertices, 3).ravel())
+                       if len(paths) else None)
+            else:
+                continue
+            if key in seen and (label.startswith("_") or seen[key] != label):
+                problems.append(f"{_name(ax)}: {seen[key]!r} and {_describe(artist, kind, label)} share colour and "
+                                "style")
+            seen.setdefault(key, label)
+    return problems
+
+
+def _short(label: str) -> str:
+    """A series' name without its notes in brackets (``FedAvg (≈ Oracle)`` -> ``FedAvg``)."""
+    return "" if label.startswith("_") else label.split(" (")[0].strip()
+
+
+def relative_gap(a: np.ndarray, b: np.ndarray) -> float:
+    """Largest relative difference of two curves over the x values they share (``inf`` when
+    they share fewer than two)."""
+    a, b = a[np.isfinite(a).all(axis=1)], b[np.isfinite(b).all(axis=1)]
+    xa, first_a = np.unique(a[:, 0], return_index=True)
+    xb, first_b = np.unique(b[:, 0], return_index=True)
+    _, ia, ib = np.intersect1d(xa, xb, assume_unique=True, return_indices=True)
+    if len(ia) < 2:
+        return np.inf
+    ya, yb = a[first_a[ia], 1], b[first_b[ib], 1]
+    scale = np.maximum(np.maximum(np.abs(ya), np.abs(yb)), 1e-300)
+    return float(np.max(np.abs(ya - yb) / scale))
+
+
+def _panel_texts(ax) -> str:
+    legend = ax.get_legend()
+    parts = [t.get_text() for t in ax.texts] + [ax.get_xlabel(), ax.get_ylabel(), ax.get_title()]
+    if legend is not None:
+        parts += [t.get_text() for t in legend.get_texts()] + [legend.get_title().get_text()]
+    parts += [t.get_text() for legend in ax.figure.legends for t in legend.get_texts()]
+    parts += [t.get_text() for t in ax.figure.texts]
+    return "\n".join(parts).lower()
+
+
+def _unmarked_overlaps(fig, tol: float) -> list[str]:
+    problems = []
+    for ax in fig.axes:
+        series = _series(ax)
+        # an unlabelled line (a variant's twin) goes by the name of the labelled one of its colour
+        by_colour = {_rgb(a.get_color()): label for a, kind, label in series if kind == "line"
+                     and not label.startswith("_")}
+        lines = [(a, label if not label.startswith("_") else by_colour.get(_rgb(a.get_color()), label))
+                 for a, kind, label in series if kind == "line" and a.get_transform() == ax.transData
+                 and len(a.get_xydata()) > 1]
+        texts = _panel_texts(ax)
+        for i, (a, label_a) in enumerate(lines):
+            for b, label_b in lines[i + 1:]:
+                if relative_gap(np.asarray(a.get_xydata(), float), np.asarray(b.get_xydata(), float)) > tol:
+                    continue
+                names = [_short(label).lower() for label in (label_a, label_b) if _short(label)]
+                if any(w in line and any(n in line for n in names) for line in texts.splitlines() for w in COINCIDE):
+                    continue
+                problems.append(f"{_name(ax)}: {_describe(b, 'line', label_b)} lies on {_describe(a, 'line', label_a)} (within "
+                                f"{tol:.0%}) and nothing says so")
+    return problems
+
+
+def _colour_meanings(fig) -> list[str]:
+    meanings: dict[tuple, set[str]] = {}
+    for ax in fig.axes:
+        for artist, _, label in _series(ax):
+            name = _short(label)
+            if name:
+                for colour in _colours_of(artist):
+                    meanings.setdefault(colour, set()).add(name)
+    return [f"colour {matplotlib.colors.to_hex(c)} means {sorted(names)} in one figure"
+            for c, names in meanings.items() if len(names) > 1]
+
+
+def _quantity_range(ax, ranges: Mapping[str, tuple[float, float]]) -> tuple[float, float] | None:
+    label = ax.get_ylabel().lower()
+    for word, bounds in ranges.items():
+        if word in label:
+            return bounds
+    return None
+
+
+def _bands_out_of_range(fig, ranges: Mapping[str, tuple[float, float]]) -> list[str]:
+    problems = []
+    for ax in fig.axes:
+        bounds = _quantity_range(ax, ranges)
+        if bounds is None:
+            continue
+        lo, hi = bounds
+        if ax.get_yscale() == "log":
+            lo = -np.inf  # a log axis shows nothing below zero
+        for artist, kind, label in _series(ax):
+            if kind != "band":
+                continue
+            y = np.concatenate([p.vertices[:, 1] for p in artist.get_paths()])
+            y = y[np.isfinite(y)]
+            if len(y) and (y.min() < lo - 1e-12 or y.max() > hi + 1e-12):
+                problems.append(f"{_name(ax)}: a band {_describe(artist, kind, label)} spans [{y.min():.3g}, "
+                                f"{y.max():.3g}], outside the range [{lo:g}, {hi:g}] of {ax.get_ylabel()!r}")
+    return problems
+
+
+def check_figure(fig: plt.Figure, *, tol: float = 0.01,
+                 ranges: Mapping[str, tuple[float, float]] | None = None) -> list[str]:
+    """What a reader of a result figure would object to, one line each (empty if nothing).
+
+    * a drawn series (a line with data, a band, a scatter, bars) with neither a legend entry
+      (a legend of the figure in its colour and, for a line, its line style) nor a text of
+      its colour on its panel; a panel's only unlabelled curve is named by its axis label,
+      and a band by the named curve of its colour;
+    * two series of one panel with the same colour and style (line style and marker; a
+      scatter's colours and marker);
+    * a curve lying on another (largest relative difference at most ``tol`` over the x values
+      they share) while no text the reader sees (a legend entry of the panel or the figure,
+      an axis label, a title, an annotation) says so with a word of :data:`COINCIDE` and the
+      name of one of the two curves (a label that no legend shows does not count);
+    * one colour with two meanings: labelled series of the figure's panels that share a
+      colour but not a name (notes in brackets aside);
+    * a band (``fill_between``) outside its quantity's range, found from a word of the y
+      label in ``ranges`` (default :data:`QUANTITY_RANGES`: accuracy in [0, 1], MSE, losses
+      and distances at least 0 unless the axis is logarithmic).
+
+    Diagrams (graphs, data clouds) are not result figures: nodes coloured by cluster need no
+    legend.  :func:`figure_defects` checks the layout (legends over data, overprinting).
+    """
+    fig.canvas.draw()
+    ranges = QUANTITY_RANGES if ranges is None else ranges
+    return [*_unlabelled_series(fig), *_same_looking_series(fig), *_unmarked_overlaps(fig, tol),
+            *_colour_meanings(fig), *_bands_out_of_range(fig, ranges)]

@@ -17,8 +17,16 @@ from sklearn.tree import DecisionTreeRegressor
 
 import networkedfl
 from networkedfl import FedRelax, GTVRegressor
-from networkedfl.algorithms import dfl_sgd, evaluate, fedavg, ifca, local_training
+from networkedfl.algorithms import (
+    decentralized_fedavg,
+    dfl_sgd,
+    evaluate,
+    fedavg,
+    ifca,
+    local_training,
+)
 from networkedfl.datasets import client_data, dirichlet_label_skew
+from networkedfl.graphs import EmpiricalGraph
 from networkedfl.nn import cross_entropy, from_module
 
 N_PER_BLOCK = 10
@@ -119,6 +127,47 @@ def test_fedavg_ifca_dfl_and_local_training_on_digits_with_an_mlp():
     assert evaluate(model, results["FedAvg"], test)["accuracy"].mean() > 0.5
     again = fedavg(model, train, local_epochs=1, **common)  # an int seed: bit-identical reruns
     assert torch.equal(again.global_params, results["FedAvg"].global_params)
+
+
+def shuffled_ring(n):
+    """``nx.cycle_graph(n)`` with its nodes inserted in another order (issue 42's case)."""
+    graph = nx.Graph()
+    graph.add_nodes_from([*range(2, n), 0, 1])
+    graph.add_edges_from(nx.cycle_graph(n).edges)
+    return graph
+
+
+@pytest.mark.parametrize("method", ["dfl_sgd", "decentralized_fedavg"])
+def test_a_shuffled_ring_in_the_torch_methods_gives_the_sorted_run_or_a_clear_error(method):
+    """Issue 42's bar for the decentralised methods: the shuffled graph is refused naming
+    ``nodelist``; with the order given (``EmpiricalGraph.from_networkx``) the run equals the
+    sorted graph's bit for bit."""
+    train, _ = digits_clients()
+    model = from_module(mlp(), cross_entropy)
+    run = {"dfl_sgd": lambda g: dfl_sgd(model, train, g, local_steps=2, n_rounds=2, batch_size=32, lr=0.3, seed=0),
+           "decentralized_fedavg": lambda g: decentralized_fedavg(model, train, g, local_epochs=1, n_rounds=2,
+                                                                  batch_size=32, lr=0.3, seed=0)}[method]
+    with pytest.raises(ValueError, match="nodelist"):
+        run(shuffled_ring(8))
+    ordered = run(EmpiricalGraph.from_networkx(shuffled_ring(8), nodelist=range(8)))
+    assert torch.equal(ordered.client_params, run(nx.cycle_graph(8)).client_params)
+
+
+def test_a_shuffled_graph_in_fedrelax_gives_the_sorted_fit_or_a_clear_error():
+    G, X, y, _ = sbm_nodes(2)
+    shuffled = nx.Graph()
+    shuffled.add_nodes_from(np.random.default_rng(1).permutation(len(X)).tolist())
+    shuffled.add_edges_from(G.edges)
+    public = np.random.default_rng(3).standard_normal((30, 2))
+
+    def fit(graph):
+        return FedRelax(DecisionTreeRegressor(max_depth=3, random_state=0), graph, alpha=0.1, n_iter=3,
+                        random_state=0).fit(X, y, public=public)
+
+    with pytest.raises(ValueError, match="nodelist"):
+        fit(shuffled)
+    ordered = fit(EmpiricalGraph.from_networkx(shuffled, nodelist=range(len(X))))
+    np.testing.assert_array_equal(ordered.predict(X), fit(G).predict(X))
 
 
 def test_a_callback_stops_a_run():

@@ -355,6 +355,24 @@ def gallery_ablations():
     return [t for t in gallery_targets() if get_experiment(t).ablation_of]
 
 
+def gallery_printed():
+    """The selected GTV targets running a `published` variant whose counterparts the
+    authors' notebooks print (docs/printed.md): the gallery shows ours beside them."""
+    from networkedfl.experiments.gtv.printed import printed_targets
+
+    printed = set(printed_targets())
+    return [t for t in gallery_targets()
+            if t in printed and "published" in (config["experiments"][t].get("variants") or {})]
+
+
+def gallery_diagnostics():
+    """The selected ablation and step-scan targets whose tables diagnose failing claims
+    (networkedfl.experiments.diagnosis): the gallery shows their numbers beside the verdicts."""
+    from networkedfl.experiments.diagnosis import DIAGNOSTIC_TARGETS
+
+    return [t for t in gallery_targets() if t in DIAGNOSTIC_TARGETS]
+
+
 def gallery_tuned():
     """The selected targets with a tuning grid: the gallery lists their tuning."""
     return [t for t in gallery_targets() if tuning_settings(config, t)]
@@ -409,8 +427,8 @@ def restore_failed_claims():
 
 
 @functools.cache
-def _target_code(target):
-    return code_hash(target_modules(target, _PACKAGE_ROOT), _PACKAGE_ROOT)
+def _target_code(target, jobs="run"):
+    return code_hash(target_modules(target, _PACKAGE_ROOT, jobs=jobs), _PACKAGE_ROOT)
 
 
 @functools.cache
@@ -425,8 +443,13 @@ def _notebook_code(path):
 
 
 def code_version(wildcards):
-    """Code of a target's experiment, tuning, table and claims jobs."""
+    """Code of a target's experiment, tuning and table jobs."""
     return _target_code(wildcards.target)
+
+
+def claims_code_version(wildcards):
+    """Code of a target's claims job (its family's claims module)."""
+    return _target_code(wildcards.target, "claims")
 
 
 def notebook_code_version(wildcards):

@@ -82,7 +82,7 @@ rule evaluate_claims:
         CONDA_ENV
     params:
         experiment=experiment_params,
-        code=code_version,
+        code=claims_code_version,
     localrule: True
     script:
         "../scripts/evaluate_claims.py"

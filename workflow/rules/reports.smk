@@ -147,6 +147,8 @@ rule gallery:
         notebooks=lambda wildcards: [PATHS.executed_notebook(t) for t in gallery_targets()],
         ablation=lambda wildcards: [PATHS.table(t) for t in gallery_ablations()],
         tuned=lambda wildcards: [PATHS.table(t) for t in gallery_tuned()],
+        printed=lambda wildcards: [PATHS.table(t) for t in gallery_printed()],
+        diagnostics=lambda wildcards: [PATHS.table(t) for t in gallery_diagnostics()],
     output:
         page=PATHS.gallery("README.md"),
         claims=PATHS.gallery("claims.md"),
@@ -162,6 +164,8 @@ rule gallery:
         targets=gallery_targets(),
         tables=gallery_tables(),
         tuned=gallery_tuned(),
+        printed=gallery_printed(),
+        diagnostics=gallery_diagnostics(),
         experiments=lambda wildcards: {t: config["experiments"][t] for t in gallery_targets()},
     localrule: True
     script:

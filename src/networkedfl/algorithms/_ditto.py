@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from .._validation import check_finite, check_int
-from ..nn import ClientData, FlatModel
+from ..nn import ClientBuckets, ClientData, FlatModel
 from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, _client_update
 from ._local_sgd import proximal_term
 from .aggregate import group_average
@@ -35,14 +35,16 @@ from .contract import FederatedResult, TrainingOptions, start_run
 __all__ = ["ditto"]
 
 
-def ditto(model: FlatModel, data: ClientData, options: TrainingOptions | None = None, *,
+def ditto(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None, *,
           lam: float = 0.1, personal_epochs: int | None = None, **overrides: Any) -> FederatedResult:
     """Ditto (Li et al. 2021, Algorithm 1) with FedAvg as the global solver.
 
     Parameters
     ----------
     model, data
-        Model and local datasets (padding carries weight 0).
+        Model and local datasets (padding carries weight 0): a padded
+        :class:`~networkedfl.nn.ClientData` or clients in size buckets
+        (:class:`~networkedfl.nn.ClientBuckets`), as for :func:`~networkedfl.algorithms.fedavg`.
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`: required ``n_rounds``,
         ``local_epochs`` (of the global model's ``ClientUpdate``), ``batch_size``, ``lr``
@@ -64,7 +66,7 @@ def ditto(model: FlatModel, data: ClientData, options: TrainingOptions | None = 
     """
     lam = float(check_finite(lam, "lam", sign="non-negative"))
     run = start_run(model, data, options, overrides, "ditto", required=ROUND_OPTIONS,
-                    optional=SAMPLING_OPTIONS)
+                    optional=SAMPLING_OPTIONS, ragged=True)
     epochs = run.options.local_epochs if personal_epochs is None else check_int(
         personal_epochs, "personal_epochs", minimum=0)
     group_of, _, allowed, w = run.server_models()

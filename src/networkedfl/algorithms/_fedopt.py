@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from .._validation import check_finite
-from ..nn import ClientData, FlatModel
+from ..nn import ClientBuckets, ClientData, FlatModel
 from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, _averaging_rounds
 from .aggregate import SERVER_OPTIMIZERS, server_optimizer_step
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -38,7 +38,7 @@ from .contract import FederatedResult, TrainingOptions, start_run
 __all__ = ["fedadam", "fedopt", "fedyogi"]
 
 
-def fedopt(model: FlatModel, data: ClientData, options: TrainingOptions | None = None, *,
+def fedopt(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None, *,
            server_optimizer: str = "adam", server_lr: float = 0.01, beta1: float = 0.9,
            beta2: float = 0.99, tau: float = 1e-3, initial_accumulator: float | None = None,
            **overrides: Any) -> FederatedResult:
@@ -47,7 +47,9 @@ def fedopt(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     Parameters
     ----------
     model, data
-        Model and local datasets (padding carries weight 0).
+        Model and local datasets (padding carries weight 0): a padded
+        :class:`~networkedfl.nn.ClientData` or clients in size buckets
+        (:class:`~networkedfl.nn.ClientBuckets`), as for :func:`~networkedfl.algorithms.fedavg`.
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`: required ``n_rounds``,
         ``local_epochs``, ``batch_size``, ``lr`` (the clients' step ``eta_l``); optional
@@ -81,7 +83,7 @@ def fedopt(model: FlatModel, data: ClientData, options: TrainingOptions | None =
         check_finite(initial_accumulator, "initial_accumulator", sign="non-negative"))
     name = "fedopt" if server_optimizer == "sgd" else f"fed{server_optimizer}"
     run = start_run(model, data, options, overrides, name, required=ROUND_OPTIONS,
-                    optional=SAMPLING_OPTIONS)
+                    optional=SAMPLING_OPTIONS, ragged=True)
     state: dict[str, Tensor] = {}
 
     def server_step(previous: Tensor, average: Tensor) -> Tensor:
@@ -95,14 +97,14 @@ def fedopt(model: FlatModel, data: ClientData, options: TrainingOptions | None =
     return _averaging_rounds(model, run, server_step=server_step)
 
 
-def fedadam(model: FlatModel, data: ClientData, options: TrainingOptions | None = None,
+def fedadam(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None,
             **kwargs: Any) -> FederatedResult:
     """FedAdam (Reddi et al. 2021): :func:`fedopt` with ``server_optimizer="adam"``; the same
     parameters (``server_lr``, ``beta1``, ``beta2``, ``tau``, ``initial_accumulator``)."""
     return fedopt(model, data, options, server_optimizer="adam", **kwargs)
 
 
-def fedyogi(model: FlatModel, data: ClientData, options: TrainingOptions | None = None,
+def fedyogi(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None,
             **kwargs: Any) -> FederatedResult:
     """FedYogi (Reddi et al. 2021): :func:`fedopt` with ``server_optimizer="yogi"``; the same
     parameters (``server_lr``, ``beta1``, ``beta2``, ``tau``, ``initial_accumulator``)."""

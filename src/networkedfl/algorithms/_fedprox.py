@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._validation import check_finite
-from ..nn import ClientData, FlatModel
+from ..nn import ClientBuckets, ClientData, FlatModel
 from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, _averaging_rounds
 from ._local_sgd import proximal_term
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -30,14 +30,16 @@ from .contract import FederatedResult, TrainingOptions, start_run
 __all__ = ["fedprox"]
 
 
-def fedprox(model: FlatModel, data: ClientData, options: TrainingOptions | None = None, *,
+def fedprox(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None, *,
             mu: float = 0.01, **overrides: Any) -> FederatedResult:
     """FedProx (Li et al. 2020, Algorithm 2): FedAvg with the proximal term ``(mu/2)||w - w^t||^2``.
 
     Parameters
     ----------
     model, data
-        Model and local datasets (padding carries weight 0).
+        Model and local datasets (padding carries weight 0): a padded
+        :class:`~networkedfl.nn.ClientData` or clients in size buckets
+        (:class:`~networkedfl.nn.ClientBuckets`), as for :func:`~networkedfl.algorithms.fedavg`.
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`, as for
         :func:`~networkedfl.algorithms.fedavg`: required ``n_rounds``, ``local_epochs``,
@@ -54,5 +56,5 @@ def fedprox(model: FlatModel, data: ClientData, options: TrainingOptions | None 
     """
     mu = float(check_finite(mu, "mu", sign="non-negative"))
     run = start_run(model, data, options, overrides, "fedprox", required=ROUND_OPTIONS,
-                    optional=(*SAMPLING_OPTIONS, "groups"))
+                    optional=(*SAMPLING_OPTIONS, "groups"), ragged=True)
     return _averaging_rounds(model, run, correction=lambda start: proximal_term(mu, start))

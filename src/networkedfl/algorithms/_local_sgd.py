@@ -165,7 +165,8 @@ def local_sgd(
     data
         Local datasets, possibly padded (padding samples have weight 0), or clients in
         buckets of similar sizes (:class:`~networkedfl.nn.ClientBuckets`): each bucket is
-        trained in turn, its ``epochs`` drawing from the one generator of ``seed``.
+        trained in turn, its ``epochs`` drawing from the one generator of ``seed`` (a
+        ``correction`` indexes the clients of the whole network; each bucket's rows are mapped).
     epochs
         Local epochs ``E`` (0 returns a copy of ``params``).
     batch_size
@@ -214,14 +215,12 @@ def local_sgd(
             f"params must be ({n}, {model.n_params}) for {n} clients, got {tuple(params.shape)}"
         )
     if isinstance(data, ClientBuckets):
-        if correction is not None:  # its rows index the whole network, not one bucket
-            raise TypeError("local_sgd: a gradient correction needs padded clients, not ClientBuckets: "
-                            "pass data.padded()")
         gen = None if seed is None else make_generator(seed)
         out = torch.empty_like(params)
         for part, rows in zip(data.buckets, data.clients, strict=True):  # buckets, not clients
             out[rows] = local_sgd(model, params[rows], part, epochs=epochs, batch_size=batch_size,
-                                  lr=lr, seed=gen, chunk_size=chunk_size)
+                                  lr=lr, seed=gen, chunk_size=chunk_size,
+                                  correction=_in_bucket(correction, rows))
         return out
     chunks = client_chunks(n, chunk_size, "chunk_size")
     step_grad = batch_gradients(model)
@@ -247,6 +246,14 @@ def local_sgd(
             else:
                 params[rows] = p
     return params
+
+
+def _in_bucket(correction: Correction | None, clients: Tensor) -> Correction | None:
+    """``correction`` seen from one bucket: its rows (a slice of the bucket's clients) mapped to
+    the rows ``clients`` of the whole network that the correction indexes."""
+    if correction is None:
+        return None
+    return lambda params, rows: correction(params, clients[rows])
 
 
 def local_step_counts(data: ClientData, epochs: int, batch_size: int | None) -> Tensor:

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from .._validation import check_finite
-from ..nn import ClientData, FlatModel
+from ..nn import ClientBuckets, ClientData, FlatModel
 from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, _client_update
 from ._local_sgd import control_variates, local_step_counts
 from .aggregate import group_average, scaffold_controls
@@ -40,14 +40,16 @@ from .contract import FederatedResult, TrainingOptions, start_run
 __all__ = ["scaffold"]
 
 
-def scaffold(model: FlatModel, data: ClientData, options: TrainingOptions | None = None, *,
+def scaffold(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None, *,
              server_lr: float = 1.0, **overrides: Any) -> FederatedResult:
     """SCAFFOLD (Karimireddy et al. 2020, Algorithm 1, option II) for all clients at once.
 
     Parameters
     ----------
     model, data
-        Model and local datasets (padding carries weight 0).
+        Model and local datasets (padding carries weight 0): a padded
+        :class:`~networkedfl.nn.ClientData` or clients in size buckets
+        (:class:`~networkedfl.nn.ClientBuckets`), as for :func:`~networkedfl.algorithms.fedavg`.
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`: required ``n_rounds``,
         ``local_epochs``, ``batch_size``, ``lr`` (the local step ``eta_l``, a number);
@@ -65,7 +67,7 @@ def scaffold(model: FlatModel, data: ClientData, options: TrainingOptions | None
     """
     server_lr = float(check_finite(server_lr, "server_lr", sign="positive"))
     run = start_run(model, data, options, overrides, "scaffold", required=ROUND_OPTIONS,
-                    optional=SAMPLING_OPTIONS)
+                    optional=SAMPLING_OPTIONS, ragged=True)
     opts = run.options
     if callable(opts.lr):
         raise TypeError("scaffold needs a constant lr (eta_l enters the control variates' update)")

@@ -512,7 +512,7 @@ def start_run(
                         "data.padded() (fedavg and local_training take buckets)")
     if batches:
         data = as_batches(data, opts.dtype, opts.device)
-    elif isinstance(data, ClientData | ClientBuckets):
+    elif isinstance(data, ClientData | ClientBuckets | ClientBatches):  # vector targets: ClientBatches
         data = data.to(opts.dtype, opts.device)
     else:
         raise TypeError(f"{method}() data must be a ClientData, got {type(data).__name__}")

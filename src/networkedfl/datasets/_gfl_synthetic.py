@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.distance import cdist
+import scipy.sparse as sp
 
 from .._validation import renamed, renamed_function, renamed_keywords
-from ..graphs import EmpiricalGraph, knn_graph
+from ..graphs import EmpiricalGraph, knn_graph_of_points
 from ..seeding import Seed, as_rng
 
 __all__ = [
@@ -158,10 +158,13 @@ class HomologousGraphs:
     centres = renamed("centers", "centres")
 
 
-def _gcn_propagation(graph: EmpiricalGraph) -> np.ndarray:
-    a = graph.adjacency.toarray() + np.eye(graph.n_nodes)
-    d = 1.0 / np.sqrt(a.sum(axis=1))
-    return d[:, None] * a * d[None, :]
+def _gcn_propagation(graph: EmpiricalGraph) -> sp.csr_matrix:
+    """``P = D~^{-1/2} (A + I) D~^{-1/2}`` (eq. (10.13)) as a sparse matrix: ``O(n k)``
+    memory, no ``(n, n)`` array (issue 42); the entries ``(d_i a_ij) d_j`` as the dense
+    product forms them."""
+    a = (graph.adjacency + sp.identity(graph.n_nodes, format="csr")).tocsr()
+    d = 1.0 / np.sqrt(np.asarray(a.sum(axis=1)).ravel())
+    return (sp.diags(d) @ a @ sp.diags(d)).tocsr()
 
 
 @renamed_keywords(n_centres="n_centers", centre_range="center_range")
@@ -182,7 +185,8 @@ def homologous_graphs(
     node ``i`` belongs to component ``c_i`` (uniform, shared by both graphs, so train node
     ``i`` and test node ``i`` come from the same Gaussian); ``z = center_{c_i} + std * N(0,
     I_D)`` drawn independently for the two graphs; each graph is the ``n_neighbours``-NN
-    graph of its vectors (:func:`networkedfl.graphs.knn_graph` with unit weights).  Ground truth ``W_i`` = row ``i`` of ``P Z``
+    graph of its vectors (:func:`networkedfl.graphs.knn_graph_of_points` with unit weights: the
+    graph of ``knn_graph(cdist(z, z))`` through a k-d tree).  Ground truth ``W_i`` = row ``i`` of ``P Z``
     reshaped to ``(r, c)``, with ``P`` the graph's GCN propagation matrix
     ``D~^{-1/2} (A + I) D~^{-1/2}`` ("following Eq. (10.13)"); ``propagate=False``: ``W_i =
     z_i``.
@@ -225,7 +229,7 @@ def homologous_graph(
     if centers.ndim != 2 or centers.shape[1] != r * c:
         raise ValueError(f"centers must be (K, {r * c}) for weight_shape ({r}, {c}), got {centers.shape}")
     z = centers[components] + std * rng.standard_normal((components.shape[0], r * c))
-    graph = knn_graph(cdist(z, z), n_neighbours, rescale="unit")
+    graph = knn_graph_of_points(z, n_neighbours, rescale="unit")  # a k-d tree: no (n, n) distances
     w = _gcn_propagation(graph) @ z if propagate else z
     return z, graph, w.reshape(-1, r, c)
 

@@ -34,7 +34,7 @@ _BY_PAPER: dict[str, tuple[str, ...]] = {
         "reviews-fedavg", "table-10-2-tokenisation", "corpus-encodings", "reviews-claims",
         "fig10-1-step-size", "standardised-labels", "fig10-1-horizon", "dfl-gt-tracker",
         "dfl-sgd-order", "fesem", "bigfl", "homologous-graphs", "fig10-3-parameters",
-        "fig10-3-validation", "synthetic-claims",
+        "fig10-3-validation", "extra-baselines", "synthetic-claims",
     ),
     "lecture": (
         "lecture-demo",

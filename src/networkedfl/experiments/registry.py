@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal
 
@@ -40,7 +40,8 @@ import pandas as pd
 from ..seeding import rng_for
 from .deviations import DEVIATIONS
 
-__all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "register", "register_target", "rng_for"]
+__all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "inferred", "register", "register_target",
+           "rng_for"]
 
 Params = Mapping[str, Any]
 
@@ -77,7 +78,9 @@ class Claim:
     decided the claim; exact checks have none.  ``test`` says how the claim was decided
     (:data:`CLAIM_TESTS`; the constructors of :mod:`.claims` set it) and ``split`` reports
     per-seed values that fall into two clusters (e.g. ``"3 of 40 seeds in the upper
-    cluster"``), apart from the verdict.
+    cluster"``), apart from the verdict.  ``inferred`` marks a claim EXPERIMENTS.md
+    tags [inferred] (expected from the sources, not stated by the paper; :func:`inferred`),
+    shown beside its text in the notebooks and the gallery.
     """
 
     claim: str
@@ -92,6 +95,7 @@ class Claim:
     effect_label: str = ""
     test: str = "statistical"
     split: str = ""
+    inferred: bool = False
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -118,7 +122,15 @@ class Claim:
         return {"claim": self.claim, "verdict": self.verdict, "kind": self.kind, "n_seeds": self.n_seeds,
                 "effect": num(self.effect), "effect_label": self.effect_label,
                 "interval": [num(self.low), num(self.high)] if self.low is not None else None,
-                "interval_method": self.interval, "test": self.test, "split": self.split, "detail": self.detail}
+                "interval_method": self.interval, "test": self.test, "split": self.split, "detail": self.detail,
+                "inferred": self.inferred}
+
+
+def inferred(*claims: Claim) -> list[Claim]:
+    """``claims`` tagged [inferred]: EXPERIMENTS.md lists them as expected from the sources,
+    not stated by the paper (its provenance tags).  Set where the claims are built, in the
+    family's ``claims`` module."""
+    return [replace(c, inferred=True) for c in claims]
 
 
 def _single_setting(params: Params) -> list[str]:

@@ -34,7 +34,8 @@ from ..plotting import claims_frame, save_figure, tuning_summary
 from .deviations import deviation_link
 from .registry import VERDICTS, get_experiment
 
-__all__ = ["DEVIATIONS_ROOT", "TABLE_VIEWS", "Report", "escape_markdown", "escaped_style", "load_target", "table_view"]
+__all__ = ["DEVIATIONS_ROOT", "TABLE_VIEWS", "Report", "claim_text", "escape_markdown", "escaped_style", "load_target",
+           "table_view"]
 
 #: The deviation pages as seen from the rendered notebook ``results/reports/<id>.html``.
 DEVIATIONS_ROOT = "../../docs/deviations"
@@ -119,7 +120,8 @@ class Report:
                    if c in self.claims]
         colour = {"holds": "color: green", "equivalent": "color: steelblue", "fails": "color: red",
                   "inconclusive": "color: darkorange"}
-        return escaped_style(self.claims[columns]).map(lambda v: colour.get(v, ""), subset=["verdict"])
+        shown = self.claims.assign(claim=[claim_text(c) for c in self.claims.to_dict("records")])
+        return escaped_style(shown[columns]).map(lambda v: colour.get(v, ""), subset=["verdict"])
 
     def show_figure(self, fig: Any) -> None:
         """Write ``fig`` to the target's figure PDF and PNG and show it."""
@@ -144,6 +146,14 @@ class Report:
         summary = tuning_summary(self.table)
         _display(summary[summary["chosen"]].set_index("method"))
         return summary.pivot_table(index="grid point", columns="method", values="validation loss", sort=False)
+
+
+def claim_text(claim: Mapping[str, Any]) -> str:
+    """A claim's text with its [inferred] tag (EXPERIMENTS.md: expected, not stated by the
+    paper) beside it; unescaped, for the caller's escaping."""
+    flag = claim.get("inferred")
+    tagged = isinstance(flag, (bool, np.bool_)) and bool(flag)  # absent (NaN) in older claims files
+    return f"{claim['claim']} [inferred]" if tagged else str(claim["claim"])
 
 
 def _html_cell(value: Any) -> str:

@@ -36,7 +36,8 @@ points there are ``s = floor(log_eta N)`` halvings; rung ``k`` runs to ``R / eta
 rounds (at least ``min_horizon``), each rung's runs start afresh (so a point's score at the
 full horizon is the one the whole grid would give it), and the chosen point is the best of
 the last rung.  Every evaluated point and rung is kept in the table (``tuning_rung``,
-``tuning_horizon``).
+``tuning_horizon``).  Where the rungs would cost at least the whole grid (counted in advance,
+:func:`halving_cost` with the block's ``overhead``), the whole grid runs instead.
 
 The points of one method are one pipeline job (:func:`point_spec` and :func:`evaluate_point`
 for each, :func:`networkedfl.pipeline.runner.run_tuning_setting`), cached like the others; a
@@ -60,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms.errors import NonFiniteError
+from .baselines import for_baseline_setting
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +75,16 @@ __all__ = [
     "final_value",
     "for_setting",
     "grid_points",
+    "grid_cost",
+    "halving_cost",
     "halving_rungs",
     "point_label",
     "point_rungs",
     "point_scores",
     "evaluate_point",
     "point_spec",
+    "rung_sizes",
+    "run_overhead",
     "select_point",
     "split_clients",
     "split_ragged",
@@ -141,9 +147,10 @@ def apply_overrides(params: Params, overrides: Mapping[str, Any], *, where: str 
 def for_setting(params: Params, setting: str) -> dict[str, Any]:
     """``params`` as one job of ``setting`` sees them: the tuning grid holds its own method
     only, so editing another method's grid does not change (nor rerun) the job."""
+    params = for_baseline_setting(params, setting)
     spec = params.get(TUNING_KEY)
     if not spec:
-        return dict(params)
+        return params
     grid = {k: v for k, v in (spec.get("grid") or {}).items() if k == setting}
     return {**params, TUNING_KEY: {**spec, "grid": grid}}
 
@@ -161,7 +168,7 @@ def tuning_params(params: Params, setting: str, point: int) -> dict[str, Any]:
     points = grid_points(params, setting)
     if not 0 <= point < len(points):
         raise ValueError(f"{setting} has {len(points)} tuning points, not a point {point}")
-    base = {k: v for k, v in params.items() if k not in (TUNING_KEY, "repetitions")}
+    base = {k: v for k, v in for_baseline_setting(params, setting).items() if k not in (TUNING_KEY, "repetitions")}
     methods = base.get("methods")
     if isinstance(methods, Mapping) and setting in methods:  # the run's own method only, so
         base["methods"] = {setting: methods[setting]}          # adding a method reruns no tuning
@@ -190,7 +197,14 @@ def halving_rungs(spec: Mapping[str, Any], n_points: int) -> list[int | None]:
     """The horizons of the rungs of one method's tuning (``spec`` is a point's
     :func:`point_spec`): ``[None]`` (one rung, the runs' own horizon) without ``halving``,
     else ``R / eta^(s - k)`` rounded (at least ``min_horizon``, at most ``R``, increasing) for
-    ``k = 0 .. s``, ``s = floor(log_eta n_points)``, the last one ``R`` itself."""
+    ``k = 0 .. s``, ``s = floor(log_eta n_points)``, the last one ``R`` itself.
+
+    The cost rule: where these rungs cost at least the whole grid (:func:`halving_cost`
+    against :func:`grid_cost`, both counted in advance with the halving block's
+    ``overhead``), the rungs are ``[R]``: one rung, every point to the full horizon, the
+    whole grid (same runs, same cache keys, same chosen point). So halving never costs more
+    than the grid: a 3-point grid (a third of the horizon for all 3, then 2 to the full one)
+    costs ``3 + 2 o`` full runs against 3, and always runs whole."""
     halving = spec.get("halving")
     if not halving:
         return [None]
@@ -208,7 +222,42 @@ def halving_rungs(spec: Mapping[str, Any], n_points: int) -> list[int | None]:
         halvings += 1
     least = min(int(halving.get("min_horizon", 1)), full)
     rungs = [max(least, round(full / eta ** (halvings - k))) for k in range(halvings)] + [full]
-    return [r for i, r in enumerate(rungs) if i == len(rungs) - 1 or r < rungs[i + 1]]
+    rungs = [r for i, r in enumerate(rungs) if i == len(rungs) - 1 or r < rungs[i + 1]]
+    overhead = run_overhead(halving)
+    if halving_cost(rungs, n_points, eta, overhead) >= grid_cost(n_points):
+        return [full]  # the whole grid is not dearer: one rung, every point to the full horizon
+    return rungs
+
+
+def run_overhead(halving: Mapping[str, Any]) -> float:
+    """The fixed cost of one tuning run (``overhead`` of the halving block), as a fraction
+    of a run to the full horizon: a run to ``h`` of ``R`` rounds costs ``o + (1 - o) h / R``."""
+    overhead = float(halving.get("overhead", 0.0))
+    if not 0.0 <= overhead < 1.0:
+        raise ValueError(f"tuning.halving.overhead must lie in [0, 1), got {overhead}")
+    return overhead
+
+
+def rung_sizes(n_rungs: int, n_points: int, eta: int, least: int = 2) -> list[int]:
+    """How many points run at each of ``n_rungs`` rungs: all of them at the first, then
+    :func:`survivors`' count of the rung before (``ceil(n / eta)``, at least ``least``)."""
+    sizes = [int(n_points)]
+    for _ in range(n_rungs - 1):
+        sizes.append(min(sizes[-1], max(int(least), math.ceil(sizes[-1] / int(eta)))))
+    return sizes
+
+
+def halving_cost(rungs: Sequence[int], n_points: int, eta: int, overhead: float = 0.0) -> float:
+    """The cost of successive halving over ``rungs`` (every rung's runs start afresh), in
+    runs to the full horizon ``rungs[-1]``: ``sum_k n_k (o + (1 - o) r_k / R)``."""
+    full = float(rungs[-1])
+    return sum(n * (overhead + (1.0 - overhead) * r / full)
+               for n, r in zip(rung_sizes(len(rungs), n_points, eta), rungs, strict=True))
+
+
+def grid_cost(n_points: int) -> float:
+    """The cost of the whole grid in runs to the full horizon: ``n_points``."""
+    return float(n_points)
 
 
 def at_horizon(spec: Mapping[str, Any], horizon: int | None) -> dict[str, Any]:

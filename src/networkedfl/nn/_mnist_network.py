@@ -320,7 +320,8 @@ class TwoLayerNetwork:
             params[start:stop] = rng.uniform(-bound, bound, stop - start)
         return params
 
-    def flat_model(self, init: np.ndarray | None = None, *, sparse: Sequence[Tensor] = ()) -> FlatModel:
+    def flat_model(self, init: np.ndarray | None = None, *,
+                   sparse: Sequence[Tensor | tuple[Tensor, SparseSamples]] = ()) -> FlatModel:
         """The network as a :class:`~networkedfl.nn.FlatModel` (cross-entropy loss).
 
         ``forward(params (P,), features (m, F)) -> logits (m, c)`` runs under ``vmap``.
@@ -328,8 +329,9 @@ class TwoLayerNetwork:
         shared random start explicitly.  ``sparse``: features tensors ``(n, m, F)`` (e.g. the
         clients' whole local data sets, which full-batch local steps pass at every step)
         whose :class:`SparseSamples` the batched loss and gradient use whenever they get
-        exactly that tensor, unchanged; any other features (mini-batches) are multiplied
-        densely.
+        exactly that tensor (or a view of all its elements), unchanged; any other features
+        (mini-batches) are multiplied densely.  An entry ``(tensor, samples)`` gives the
+        tensor's :class:`SparseSamples` already built (not built again).
         """
         start = torch.zeros(self.n_params, dtype=torch.float64) if init is None else torch.as_tensor(
             np.asarray(init, dtype=np.float64))
@@ -349,16 +351,17 @@ class TwoLayerNetwork:
         # layout (vmap of ``forward`` reads the features in a layout several times slower).
         # None (the generic path) for other shapes and for params that autograd or a
         # torch.func transform differentiates.
-        def applies(params: Tensor, features: Tensor, labels: Tensor) -> bool:
-            return (params.ndim == 2 and not params.requires_grad and features.ndim == 3
-                    and features.shape[0] == params.shape[0] and features.shape[-1] == net.n_features
+        def applies(params: Tensor, features: Tensor, labels: Tensor, ndim: tuple[int, ...] = (2,)) -> bool:
+            return (params.ndim in ndim and not params.requires_grad and features.ndim == 3
+                    and features.shape[0] == params.shape[-2] and features.shape[-1] == net.n_features
                     and tuple(labels.shape) == tuple(features.shape[:2]))
 
-        known = [(t, t._version, SparseSamples.of(t.detach())) for t in sparse]
+        pairs = [item if isinstance(item, tuple) else (item, None) for item in sparse]
+        known = [(t, t._version, SparseSamples.of(t.detach()) if csr is None else csr) for t, csr in pairs]
 
         def samples(features: Tensor) -> Tensor | SparseSamples:
             for tensor, version, csr in known:
-                if features is tensor and features._version == version:
+                if _same_memory(features, tensor) and features._version == version:
                     return csr
             return features
 
@@ -370,13 +373,23 @@ class TwoLayerNetwork:
 
         def batch_loss(params: Tensor, features: Tensor, labels: Tensor,
                        weights: Tensor | None) -> Tensor | None:
-            if not applies(params, features, labels):
+            # (n, P) or (R, n, P): the R models of every node in one pass over the samples
+            if not applies(params, features, labels, ndim=(2, 3)):
                 return None
             return net.node_losses(params, samples(features), labels, weights)
 
         name = f"two_layer(F={self.n_features}, h={self.n_hidden}, c={self.n_classes})"
         return FlatModel(self.n_params, forward, cross_entropy, init_fn, name,
-                         batch_gradient=batch_gradient, batch_loss=batch_loss)
+                         batch_gradient=batch_gradient, batch_loss=batch_loss, stacked_loss=True)
+
+
+def _same_memory(a: Tensor, b: Tensor) -> bool:
+    """``a`` is ``b`` or a view of exactly its elements (the whole-range slice
+    ``x[0:n]`` that the local training of all clients passes): same storage, offset, shape,
+    strides, dtype and device.  A view shares ``b``'s version counter, so an in-place edit
+    of either is still seen."""
+    return a is b or (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+                      and a.dtype == b.dtype and a.device == b.device)
 
 
 def _log_softmax(z: Tensor) -> Tensor:

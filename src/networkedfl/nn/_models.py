@@ -162,6 +162,10 @@ class FlatModel:
         targets, weights) -> (n,)``, the same values as ``vmap(loss)`` up to floating-point
         rounding, or ``None`` where it does not apply.  Used by :func:`client_losses` and
         :func:`losses_of_models`.
+    stacked_loss
+        ``True`` where ``batch_loss`` also takes ``(R, n, P)`` stacked parameters (``R``
+        models of every client) and returns ``(R, n)``: :func:`losses_of_models` then
+        evaluates all ``k`` models in one call (one pass over the features) instead of ``k``.
     """
 
     n_params: int
@@ -172,6 +176,7 @@ class FlatModel:
     batch_gradient: Callable[..., Tensor | None] | None = None
     batch_hessian: Callable[..., Callable[[Tensor], Tensor] | None] | None = None
     batch_loss: Callable[..., Tensor | None] | None = None
+    stacked_loss: bool = False
 
     def initial_params(
         self,
@@ -555,6 +560,11 @@ class PaddedClients:
         return (self.sample_weights > 0).sum(dim=1)
 
     @property
+    def counts(self) -> Tensor:
+        """:attr:`samples_per_node` (the name of :class:`~networkedfl.NodeData`'s field)."""
+        return self.samples_per_node
+
+    @property
     def weight_per_node(self) -> Tensor:
         """Total sample weight per client ``n_i = sum_j a_ij``, shape ``(n,)``: the FedAvg
         averaging weights (the sample counts for 0/1 weights)."""
@@ -621,12 +631,6 @@ class ClientData(PaddedClients):
         if w.dtype != x.dtype:
             raise ValueError(f"sample_weights dtype {w.dtype} differs from features {x.dtype}")
 
-
-    @property
-    def counts(self) -> Tensor:
-        """Number of samples with positive weight per client, ``int64`` of shape ``(n,)``
-        (:attr:`samples_per_node`; the name of :class:`~networkedfl.NodeData`'s field)."""
-        return self.samples_per_node
 
     @property
     def dtype(self) -> torch.dtype:
@@ -850,6 +854,11 @@ def losses_of_models(
         raise ValueError(f"models must be (k, P), got {tuple(models.shape)}")
     w = _default_weights(targets, weights, models.dtype)
     features, targets = _match_dtype(features, targets, models.dtype)
+    if model.batch_loss is not None and model.stacked_loss:  # all models in one call
+        n = features.shape[0]
+        stacked = model.batch_loss(models[:, None, :].expand(-1, n, -1), features, targets, w)
+        if stacked is not None:
+            return stacked.T
     if model.batch_loss is not None:  # the model's closed form, one call per model
         n = features.shape[0]
         columns = [model.batch_loss(theta.expand(n, -1), features, targets, w) for theta in models]

@@ -347,9 +347,11 @@ def load_config(
 def _tuning_lines(target: str, params: Mapping[str, Any], sub: jsonschema.Draft202012Validator) -> list[str]:
     """Validate a target's tuning grid (none: no line): its keys are settings (jobs) of the
     target (its methods where every method is one job; ``all`` where one job runs every
-    method), and every grid point's parameters (overrides and point applied) are as valid as
-    the target's own (``sub``)."""
+    method; or an extra baseline whose parameter block is configured, for an overlay that
+    lists it), and every grid point's parameters (overrides and point applied) are as valid
+    as the target's own (``sub``)."""
     from ..experiments import get_experiment
+    from ..experiments.baselines import EXTRA_BASELINES
     from ..experiments.tuning import TUNING_KEY, apply_overrides, grid_points
 
     if not params.get(TUNING_KEY):
@@ -361,7 +363,9 @@ def _tuning_lines(target: str, params: Mapping[str, Any], sub: jsonschema.Draft2
     except (KeyError, TypeError, ValueError) as exc:  # a bad method list, named by the schema too
         return [f"{where}['grid']: the target's settings cannot be listed ({exc})"]
     lines = []
-    unknown = sorted(set(spec.get("grid") or {}) - set(settings))
+    # an extra baseline's grid may wait for the overlay that lists it (its block configured)
+    waiting = {name for name in EXTRA_BASELINES if isinstance(params.get(name), Mapping)}
+    unknown = sorted(set(spec.get("grid") or {}) - set(settings) - waiting)
     if unknown:
         lines.append(f"{where}['grid']: methods {unknown} are not in the target's methods "
                      f"(a grid is keyed by the target's job settings: {settings})")

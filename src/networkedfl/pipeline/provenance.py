@@ -218,14 +218,20 @@ def _defining_module(fn: Any) -> str | None:
     return getattr(fn, "__module__", None)
 
 
-def target_modules(target: str, root: Path | None = None) -> list[str]:
-    """The package modules a target's jobs run: those of its run, claims, settings and
-    inputs functions, the pipeline's runner, and everything they import."""
+def target_modules(target: str, root: Path | None = None, *, jobs: str = "run") -> list[str]:
+    """The package modules a target's jobs run, and everything they import: with
+    ``jobs="run"`` those of its run, settings and inputs functions and the pipeline's runner
+    (its tuning, run and table jobs); with ``jobs="claims"`` its claims function's (its
+    claims job).  A family keeps every target's claims in one module
+    (``experiments/<family>/claims.py``): editing a claim reruns the claims jobs, not the
+    experiments."""
     from ..experiments import get_experiment
 
     experiment = get_experiment(target)
-    roots = {_defining_module(fn) for fn in (experiment.run, experiment.claims, experiment.settings,
-                                               experiment.inputs) if fn is not None}
+    if jobs not in ("run", "claims"):
+        raise ValueError(f"jobs must be 'run' or 'claims', not {jobs!r}")
+    functions = (experiment.claims,) if jobs == "claims" else (experiment.run, experiment.settings, experiment.inputs)
+    roots = {_defining_module(fn) for fn in functions if fn is not None}
     return module_closure({r for r in roots if r} | set(PIPELINE_MODULES), root)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import html
 import re
 from collections.abc import Mapping, Sequence
@@ -12,10 +13,11 @@ import pandas as pd
 
 from ..experiments import get_experiment
 from ..experiments.papers import PAPERS, paper_of
-from ..experiments.report import escape_markdown
+from ..experiments.report import claim_text, escape_markdown
 
-__all__ = ["ablation_markdown", "claims_markdown", "gallery_markdown", "headline", "job_seconds", "markdown_table",
-           "paper_summary", "render_index", "scale_line", "summarize_claims", "test_of", "tuning_markdown"]
+__all__ = ["ablation_markdown", "chosen_points", "claims_markdown", "gallery_markdown", "headline", "job_seconds",
+           "markdown_table", "paper_summary", "render_index", "scale_line", "summarize_claims", "test_of",
+           "tuning_markdown"]
 
 #: The verdicts in the order they are shown (:data:`networkedfl.experiments.registry.VERDICTS`).
 VERDICTS = ("holds", "equivalent", "fails", "inconclusive")
@@ -33,7 +35,8 @@ _COUNTS = [c for c in SUMMARY_COLUMNS[6:-4]]
 
 
 def _claim_name(c: Mapping[str, Any]) -> str:
-    return f"[{c['variant']}] {c['claim']}" if c.get("variant") else str(c["claim"])
+    """The claim's text, after its variant and with its [inferred] tag (:func:`claim_text`)."""
+    return f"[{c['variant']}] {claim_text(c)}" if c.get("variant") else claim_text(c)
 
 
 def _is_paper(c: Mapping[str, Any]) -> bool:
@@ -261,23 +264,49 @@ def _percent(part: int, whole: int) -> str:
 
 
 def _lookup(params: Mapping[str, Any], dotted: str) -> Any:
-    value: Any = params
-    for key in dotted.split("."):
-        if not isinstance(value, Mapping) or key not in value:
-            return None
-        value = value[key]
-    return value
+    """The value at a dotted key; a ``*`` part matches every key at its level (one value if
+    they all agree, else ``{key: value}``); ``None`` where nothing is set."""
+    head, _, rest = dotted.partition(".")
+    if not isinstance(params, Mapping):
+        return None
+    if "*" in head:
+        found = {k: _lookup(v, rest) if rest else v for k, v in params.items() if fnmatch.fnmatchcase(str(k), head)}
+        found = {k: v for k, v in found.items() if v is not None}
+        values = list(dict.fromkeys(map(str, found.values())))
+        return None if not found else next(iter(found.values())) if len(values) == 1 else found
+    if head not in params:
+        return None
+    return _lookup(params[head], rest) if rest else params[head]
 
 
-def scale_line(target: str, params: Mapping[str, Any]) -> str:
+def chosen_points(table: pd.DataFrame) -> dict[str, str]:
+    """Per tuned method of a target's table, the grid point the tuning chose (``lr_scale=0.5``)."""
+    from ..plotting import tuning_summary
+
+    summary = tuning_summary(table)
+    if summary.empty:
+        return {}
+    chosen = summary[summary["chosen"]]
+    return dict(zip(chosen["method"].astype(str), chosen["grid point"].astype(str), strict=True))
+
+
+def scale_line(target: str, params: Mapping[str, Any], chosen: Mapping[str, str] | None = None) -> str:
     """The default run's scale against the paper's: the seeds, then every parameter the
-    target registers in ``paper_scale`` (``key: value (paper: ...)``)."""
+    target registers in ``paper_scale`` (``key: value (paper: ...)``).  A parameter the
+    tuning chose per method (``chosen``: :func:`chosen_points`) shows the chosen values, the
+    ones plotted, not the config's untuned default (issue 41)."""
     reps = params.get("repetitions")
     parts = [f"{reps} seed{'s' if reps != 1 else ''}" if reps is not None else "seeds: n/a"]
     for key, paper in get_experiment(target).paper_scale.items():
-        value = _lookup(params, key)
-        shown = "all" if value is None and key in params else ("n/a" if value is None else value)
-        parts.append(f"{key} = {shown} (paper: {paper})")
+        name = key.rsplit(".", 1)[-1]
+        tuned = {m: p for m, p in (chosen or {}).items() if name in p}
+        if tuned:
+            shown = "tuned per method: " + ", ".join(f"{m} {p}" for m, p in tuned.items())
+        else:
+            value = _lookup(params, key)
+            shown = "all" if value is None and key in params else value
+        if shown is not None:  # a key this run does not set is left out
+            parts.append(f"{key} = {shown} (paper: {paper})")
     return "; ".join(parts)
 
 
@@ -320,6 +349,9 @@ def gallery_markdown(
     notebooks: Mapping[str, str] | None = None,
     image_prefix: str = "",
     deviations_root: str = "../deviations",
+    printed: Mapping[str, pd.DataFrame] | None = None,
+    failures: Sequence[str] | None = None,
+    chosen: Mapping[str, Mapping[str, str]] | None = None,
 ) -> str:
     """The gallery as a report: a summary of verdicts per paper and variant, then per paper,
     in the paper's order, every figure and table with its verdicts, its scale against the
@@ -337,10 +369,21 @@ def gallery_markdown(
         to its notebook only).
     notebooks
         Per target, the href of its rendered notebook.
+    printed
+        Per GTV target with a ``published`` variant, its comparison with the authors'
+        printed numbers (:func:`~networkedfl.experiments.gtv.printed.compare_printed`),
+        shown after its figure or table.
+    failures
+        Markdown lines shown after the summary: the variants' failing claims by kind, with
+        their diagnoses (:func:`~networkedfl.experiments.diagnosis.failures_markdown`).
+    chosen
+        Per tuned target, the grid point chosen per method (:func:`chosen_points`): its
+        scale line shows them instead of the config's untuned value.
     """
     from ..experiments.deviations import deviation_link
+    from ..experiments.gtv.printed import printed_markdown
 
-    tables, notebooks = tables or {}, notebooks or {}
+    tables, notebooks, printed = tables or {}, notebooks or {}, printed or {}
     lines = [
         "# Gallery: the papers' results as the default configuration reproduces them", "",
         "Generated by `snakemake --cores 1 gallery` from a default-configuration run; do not edit. Every claim "
@@ -352,7 +395,7 @@ def gallery_markdown(
         "apart (\"checks\"). The GTV targets run two variants: `published` (the authors' notebooks) and `paper` "
         "(the paper's equations; [docs/variants.md](../variants.md)). [claims.md](claims.md) lists every "
         "claim with its effect, interval and seeds; [tuning.md](tuning.md) the chapter's tuning.", "",
-        "## Summary", "", *_summary_markdown(summary), "",
+        "## Summary", "", *_summary_markdown(summary), "", *(failures or ()),
     ]
     for paper in PAPERS:
         part = summary[summary["paper"] == paper.key]
@@ -372,12 +415,15 @@ def gallery_markdown(
                         f"{_checks_counts(r).removeprefix('checks: ') or '–'} |" for r in rows.itertuples(index=False)]
             lines += ["| | the paper's claims (statistical; fixed and every-seed apart) | checks |", "|---|---|---|",
                       *verdicts, "",
-                      f"**Scale of this run**: {scale_line(target, params.get(target, {}))}.", ""]
+                      f"**Scale of this run**: {scale_line(target, params.get(target, {}), (chosen or {}).get(target))}.",
+                      ""]
             if experiment.has_figure:
                 image = f"{image_prefix}{target}.png"
                 lines += [f"[![{target}]({image})]({image})", ""]
             elif target in tables:
                 lines += [markdown_table(tables[target]), ""]
+            if target in printed:
+                lines += printed_markdown(printed[target], root=str(Path(deviations_root).parent))
     return "\n".join(lines) + "\n"
 
 
@@ -432,10 +478,14 @@ def _number(x: Any) -> str:
     return f"{x:.3g}"
 
 
-def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]],
+                    diagnostics: Mapping[str, pd.DataFrame] | None = None) -> str:
     """Every target's claims as a Markdown page, per paper in the papers' order: per claim its
     verdict, the effect of the case that decided it with its 95 % interval, the number of
-    seeds and what was measured (per variant where the target has variants)."""
+    seeds and what was measured (per variant where the target has variants).  With
+    ``diagnostics`` (the tables of :data:`~networkedfl.experiments.diagnosis.DIAGNOSTIC_TARGETS`
+    that ran), a column ``diagnosis`` gives each failing claim of a variant the ablation or
+    step-scan result that moves it (:mod:`networkedfl.experiments.diagnosis`)."""
     lines = ["# Claims, as measured", "",
              "Every claim of every target, evaluated on the default configuration's tables (written by "
              "`snakemake --cores 1 gallery` from `results/claims/`; do not edit). Verdicts, effects and intervals "
@@ -458,7 +508,7 @@ def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
             tally += f"; {apart} fixed or every-seed check{'s' if apart != 1 else ''} apart" if apart else ""
             lines += [f'<a id="{target}"></a>', "", f"### `{target}`: {experiment.source}", "",
                       f"The paper's statistical claims: {tally}.", "",
-                      "| verdict | claim | effect [95 % interval] | seeds | measured |", "|---|---|---|---|---|"]
+                      *_claims_head(diagnostics is not None)]
             for c in entries:
                 verdict = c["verdict"]
                 shown = f"**{_cell(verdict)}**" if verdict != "holds" else verdict
@@ -473,9 +523,32 @@ def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
                 elif c.get("interval_method"):
                     effect = _cell(c["interval_method"])
                 seeds = "" if c.get("n_seeds") is None else _cell(c["n_seeds"])
-                lines.append(f"| {shown} | {_cell(_claim_name(c))} | {effect} | {seeds} | {_cell(c['detail'])} |")
+                row = f"| {shown} | {_cell(_claim_name(c))} | {effect} | {seeds} | {_cell(c['detail'])} |"
+                if diagnostics is not None:
+                    row += f" {_diagnosis_cell(target, entries, c, diagnostics)} |"
+                lines.append(row)
             lines.append("")
     return "\n".join(lines)
+
+
+def _claims_head(diagnosis: bool) -> list[str]:
+    head = "| verdict | claim | effect [95 % interval] | seeds | measured |"
+    return [head + " diagnosis |", "|---|---|---|---|---|---|"] if diagnosis else [head, "|---|---|---|---|---|"]
+
+
+def _diagnosis_cell(target: str, entries: Sequence[Mapping[str, Any]], c: Mapping[str, Any],
+                    diagnostics: Mapping[str, pd.DataFrame]) -> str:
+    """A failing claim's kind (under the paper's equations / in every variant) and the
+    measurements that diagnose it; empty for the others."""
+    from ..experiments.diagnosis import claim_diagnoses, failure_kind
+
+    if c["verdict"] != "fails" or not c.get("variant"):
+        return ""
+    kind = {"paper equations": "fails under the paper's equations as written",
+            "every variant": "fails in every variant", "published only": "fails in the published variant only"}
+    text = kind.get(failure_kind(entries, c["claim"]), "")
+    found = claim_diagnoses(target, c["claim"], diagnostics) if c["variant"] == "paper" else []
+    return _cell("; ".join([text, *found]))
 
 
 def tuning_markdown(tables: Mapping[str, pd.DataFrame]) -> str:

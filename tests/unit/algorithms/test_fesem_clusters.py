@@ -22,9 +22,9 @@ from networkedfl.algorithms import (
     kmeans,
 )
 from networkedfl.experiments.gfl.synthetic import SYNTHETIC_ID, _adjusted_rand, mlp
-from networkedfl.experiments.registry import rng_for
 from networkedfl.nn import ClientBatches, make_generator
 from networkedfl.pipeline.config import load_config
+from networkedfl.seeding import rng_for
 
 REPO = Path(__file__).resolve().parents[3]
 N_PER, D_IN, D_OUT = 4, 3, 2

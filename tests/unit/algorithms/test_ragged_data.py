@@ -68,9 +68,51 @@ def test_fedavg_on_buckets_equals_fedavg_on_padded_data(fraction):
 
 def test_buckets_refused_by_a_method_that_needs_padded_data():
     x, y = ragged([2, 3, 30])
-    with pytest.raises(TypeError, match=r"fedsgd\(\).*ClientBuckets.*padded\(\)"):
-        algorithms.fedsgd(from_module(mlp(), cross_entropy), ClientBuckets.from_client_arrays(x, y),
-                          n_rounds=1, lr=0.1, seed=0)
+    with pytest.raises(TypeError, match=r"pfedme\(\).*ClientBuckets.*padded\(\)"):
+        algorithms.pfedme(from_module(mlp(), cross_entropy), ClientBuckets.from_client_arrays(x, y),
+                          n_rounds=1, seed=0)
+
+
+#: The methods on FedAvg's contract that take buckets beside FedAvg (issue 42, item 4), each
+#: with keywords that make it differ from FedAvg.
+BUCKETED = {
+    "fedsgd": {"n_rounds": 3, "lr": 0.3},
+    "fedprox": {"mu": 0.5},
+    "scaffold": {"server_lr": 1.0},
+    "fedadam": {"server_lr": 0.05},
+    "fedyogi": {"server_lr": 0.05},
+    "ditto": {"lam": 0.5},
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUCKETED))
+@pytest.mark.parametrize("fraction", [1.0, 0.5])
+def test_every_fedavg_contract_method_on_buckets_equals_it_on_padded_data(name, fraction):
+    """Clients of sizes 1 to 64 in buckets (memory at most twice the data) give the models of
+    the padded layout (full-batch local steps draw nothing; the gradient corrections of FedProx,
+    SCAFFOLD and Ditto index the clients of the whole network from every bucket)."""
+    x, y = ragged([2, 3, 30, 5, 64, 7, 1, 12])
+    model = from_module(mlp(), cross_entropy)
+    kwargs = {"n_rounds": 3, "local_epochs": 2, "batch_size": None, "lr": 0.3, "seed": 1,
+              "client_fraction": fraction, "dtype": torch.float64, **BUCKETED[name]}
+    if name == "fedsgd":
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("local_epochs", "batch_size")}
+    method = getattr(algorithms, name)
+    a = method(model, ClientData.from_client_arrays(x, y), **kwargs)
+    b = method(model, ClientBuckets.from_client_arrays(x, y), **kwargs)
+    torch.testing.assert_close(b.global_params, a.global_params, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(b.client_params, a.client_params, rtol=1e-12, atol=1e-12)
+
+
+def test_fedprox_on_buckets_is_not_fedavg():
+    """The proximal term acts inside every bucket (mapping a bucket's rows to the network's)."""
+    x, y = ragged([2, 3, 30, 5, 64, 7, 1, 12])
+    model = from_module(mlp(), cross_entropy)
+    kwargs = dict(n_rounds=2, local_epochs=3, batch_size=None, lr=0.3, seed=1, dtype=torch.float64)
+    data = ClientBuckets.from_client_arrays(x, y)
+    prox = algorithms.fedprox(model, data, mu=5.0, **kwargs)
+    plain = algorithms.fedavg(model, data, **kwargs)
+    assert not torch.allclose(prox.global_params, plain.global_params, atol=1e-6)
 
 
 def test_fedavg_client_params_are_a_view_of_the_global_model():

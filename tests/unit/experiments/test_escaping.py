@@ -134,3 +134,30 @@ def test_the_ablation_page_escapes_its_table_s_text():
     page = ablation_markdown(table)
     _no_markup_survives(markdown2html_mistune(page))
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown2html_mistune(page)
+
+
+def test_an_inferred_claim_carries_its_tag_to_the_report_and_the_gallery(outputs):
+    """Issue 40 item 4: EXPERIMENTS.md's [inferred] tag is a field set where the claim is
+    built (registry.inferred), written to the claims file and shown beside the claim text,
+    escaped, in the notebook's claims table and the gallery's claims page."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    from networkedfl.experiments.gtv.claims import chain_sampling_claims
+    from networkedfl.experiments.registry import Claim, inferred
+
+    tagged = inferred(Claim(f"c {SCRIPT}", "holds", "d"))[0]
+    assert tagged.inferred and tagged.as_dict()["inferred"] is True and not Claim("c", "holds", "d").inferred
+    rows = [{"penalty": p, "M": m, "eps": e, "seed": s, "method": "primal_dual", "metric": "parameter_mse",
+             "value": (1 + s) * (2.0 if p == "mocha" else 1.0) * (1 + e) / m}
+            for p in ("l1", "nlasso", "mocha") for m in (0.2, 0.6) for e in (0.1, 0.9) for s in range(3)]
+    flags = [c.inferred for c in chain_sampling_claims(pd.DataFrame(rows), {})]
+    assert flags == [False, True, True]  # Fig. 3: the first [paper], the others [inferred]
+    entries = [{**tagged.as_dict(), "variant": "published"}, Claim("plain", "holds", "d").as_dict()]
+    (outputs / "claims" / f"{TARGET}.json").write_text(json.dumps(entries))
+    page = load_target(TARGET, results=outputs, show=False).show_claims().to_html()
+    _no_markup_survives(page)
+    assert "[inferred]" in page and page.count("[inferred]") == 1
+    gallery = claims_markdown({TARGET: entries})
+    html = markdown2html_mistune(gallery)
+    _no_markup_survives(html)
+    assert html.count("[inferred]") == 1 and "&lt;script&gt;alert(1)&lt;/script&gt; [inferred]" in html

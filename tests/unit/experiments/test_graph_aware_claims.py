@@ -6,8 +6,7 @@ import pandas as pd
 import pytest
 
 from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
-from networkedfl.experiments.gfl.reviews_nlp import review_nlp_claims
-from networkedfl.experiments.gfl.synthetic import dfl_claims, synthetic_claims
+from networkedfl.experiments.gfl.claims import dfl_claims, review_nlp_claims, synthetic_claims
 
 METHODS = ("BiG-FL", "FeSEM", "FedAvg", "DFL-SGD", "DFL-GT")
 
@@ -100,7 +99,7 @@ def _dfl_table(speeds, seeds=5, jitter=0.0, rng=0):
 def test_dfl_speed_claims_compare_per_seed_rounds_and_areas():
     first, area, below_start = (
         "with L* the largest final loss of the three, the first round with loss <= 1.1 L* is ordered "
-        "FedAvg <= DFL-GT <= DFL-SGD",
+        "FedAvg < DFL-GT < DFL-SGD (the chapter: FedAvg fastest, DFL-GT faster than DFL-SGD)",
         "the area under the log-loss curve is smallest for FedAvg and smaller for DFL-GT than DFL-SGD",
         "every method ends below its initial loss")
     ordered = _verdicts(dfl_claims(_dfl_table({"FedAvg": 0.6, "DFL-GT": 0.4, "DFL-SGD": 0.2}), {}))
@@ -110,3 +109,33 @@ def test_dfl_speed_claims_compare_per_seed_rounds_and_areas():
     noisy = _verdicts(dfl_claims(_dfl_table({"FedAvg": 0.6, "DFL-GT": 0.41, "DFL-SGD": 0.40}, seeds=3,
                                             jitter=0.3), {}))
     assert noisy[area] == INCONCLUSIVE
+
+
+def test_the_first_round_claim_fails_on_ties():
+    """Issue 40 item 5: the three methods reach 1.1 L* in the same round on every seed (the
+    measured Fig. 10.1: rounds 1-8 of 100, ties on most seeds).  The old non-strict ordering
+    held on such a table; "fastest" and "faster" are strict, and the claim fails."""
+    from networkedfl.experiments.claims import below
+
+    tied = _dfl_table({"FedAvg": 0.4, "DFL-GT": 0.4, "DFL-SGD": 0.4}, seeds=5)
+    first = dfl_claims(tied, {})[0]
+    assert first.verdict == FAILS and "FedAvg < DFL-GT < DFL-SGD" in first.claim
+    zeros = np.zeros(5)  # the per-seed differences in rounds on this table
+    assert below("old", zeros, zeros, scale="linear", strict=False).verdict() == HOLDS
+
+
+def test_fig_10_4_shows_local_training_beside_the_chapter_s_comparison_set():
+    """Issue 40 item 5: "BiG-FL ends lowest" keeps the chapter's set (FeSEM, FedAvg, DFL) and
+    holds while Local ends lower still; a [reference] claim says so plainly."""
+    from networkedfl.experiments.claims import REFERENCE
+    from networkedfl.experiments.gfl.claims import LOCAL_WINS
+
+    ranked = {"BiG-FL": 3.60, "FeSEM": 3.66, "FedAvg": 3.68, "DFL-SGD": 3.63, "DFL-GT": 3.96,
+              "Local": 3.59, "Predict the mean": 3.98}
+    claims = {c.claim: c for c in review_nlp_claims(_final_table(ranked, spread=0.0005), {})}
+    assert claims["BiG-FL ends lowest"].verdict == HOLDS
+    local = claims[LOCAL_WINS]
+    assert local.kind == REFERENCE and local.verdict == HOLDS and "beats the chapter's method" in local.claim
+    assert local.effect == pytest.approx(3.59 / 3.60, abs=0.002) and local.low < local.high < 1
+    behind = {**ranked, "Local": 3.70}
+    assert _verdicts(review_nlp_claims(_final_table(behind), {}))[LOCAL_WINS] == FAILS

@@ -14,14 +14,13 @@ from networkedfl.datasets import (
     homologous_graphs,
     node_regression_data,
 )
+from networkedfl.experiments.gfl.claims import homologous_graphs_claims, settings_table_claims
 from networkedfl.experiments.gfl.synthetic import (
     SYNTHETIC_ID,
     TABLE_10_1,
-    homologous_graphs_claims,
     mlp,
     run_homologous_graphs,
     run_settings_table,
-    settings_table_claims,
     synthetic_instance,
 )
 from networkedfl.graphs import knn_graph

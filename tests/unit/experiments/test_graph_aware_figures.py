@@ -57,7 +57,7 @@ def test_tuning_summary_marks_the_chosen_point(table):
 
 def test_upper_level_gain_is_the_phi_minus_identity_loss_per_round():
     from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
-    from networkedfl.experiments.gfl.synthetic import upper_level_claims
+    from networkedfl.experiments.gfl.claims import upper_level_claims
 
     def gains(seeds, slope):
         return pd.DataFrame([{"method": "BiG-FL", "seed": s, "round": r, "metric": m, "value": v}

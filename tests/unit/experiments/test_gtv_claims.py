@@ -12,10 +12,14 @@ import pandas as pd
 import pytest
 
 from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
-from networkedfl.experiments.gtv import targets
-from networkedfl.experiments.gtv.ablation import ablation_claims, headline_per_seed
-from networkedfl.experiments.gtv.diagrams import cluster_graph_claims, star_graph_claims
-from networkedfl.experiments.gtv.star import star_lambda_claims
+from networkedfl.experiments.gtv import claims as gtv_claims
+from networkedfl.experiments.gtv.ablation import headline_per_seed
+from networkedfl.experiments.gtv.claims import (
+    ablation_claims,
+    cluster_graph_claims,
+    star_graph_claims,
+    star_lambda_claims,
+)
 
 SEEDS = range(5)
 PENALTIES = ("l1", "nlasso", "mocha")
@@ -46,7 +50,7 @@ def seed_noise(seed: int, scale: float = 1.0) -> float:
 def test_claims_are_paired_by_seed_so_a_shared_draw_cancels():
     # every arm of a seed moves by a factor up to ~e^(+-3); l1 is always half of MOCHA
     table = sweep({"size_c2": [50, 100]}, lambda m, p, s, _: seed_noise(s, 3) * (0.5 if m != "mocha" else 1.0))
-    claims = targets.unbalanced_claims(table, {})
+    claims = gtv_claims.unbalanced_claims(table, {})
     assert verdicts(claims) == [HOLDS, HOLDS]
     assert claims[0].effect == pytest.approx(0.5) and claims[0].n_seeds == 5
     assert claims[0].interval.startswith("t, 95 %, paired by seed")
@@ -55,7 +59,7 @@ def test_claims_are_paired_by_seed_so_a_shared_draw_cancels():
     unpaired = table.copy()
     mocha = unpaired["penalty"] == "mocha"
     unpaired.loc[mocha, "seed"] = unpaired.loc[mocha, "seed"].map({0: 3, 1: 0, 2: 4, 3: 1, 4: 2})
-    assert verdicts(targets.unbalanced_claims(unpaired, {})) == [INCONCLUSIVE, INCONCLUSIVE]
+    assert verdicts(gtv_claims.unbalanced_claims(unpaired, {})) == [INCONCLUSIVE, INCONCLUSIVE]
 
 
 def _table1(values: dict[str, float], noise: float = 0.05) -> pd.DataFrame:
@@ -70,15 +74,15 @@ def _table1(values: dict[str, float], noise: float = 0.05) -> pd.DataFrame:
 
 def test_table1_claims_hold_fail_and_stay_open():
     good = {"l1": 1e-6, "ifca": 0.5, "fedavg": 0.7, "pooled_linear": 0.7, "pooled_tree": 1.8}
-    assert verdicts(targets.highdim_sbm_claims(_table1(good), {})) == [HOLDS, HOLDS, HOLDS]
+    assert verdicts(gtv_claims.highdim_sbm_claims(_table1(good), {})) == [HOLDS, HOLDS, HOLDS]
     # the paper variant's situation: IFCA below Alg. 1 fails the headline claim only
     ifca_first = {**good, "ifca": 1e-7}
-    claims = targets.highdim_sbm_claims(_table1(ifca_first), {})
+    claims = gtv_claims.highdim_sbm_claims(_table1(ifca_first), {})
     assert verdicts(claims) == [FAILS, HOLDS, HOLDS]
     assert "IFCA" in claims[0].effect_label and claims[0].effect > 1
     # a tree on par with the linear fit, within a noise of 40 % per seed: undecided
     tie = {**good, "pooled_tree": 0.7}
-    assert verdicts(targets.highdim_sbm_claims(_table1(tie, noise=0.4), {}))[2] == INCONCLUSIVE
+    assert verdicts(gtv_claims.highdim_sbm_claims(_table1(tie, noise=0.4), {}))[2] == INCONCLUSIVE
 
 
 def test_fig02_claims_read_every_k_and_the_extremes():
@@ -89,12 +93,12 @@ def test_fig02_claims_read_every_k_and_the_extremes():
 
     grid = {"n_clusters": [2, 5, 10]}
     methods = ("l1", "ifca", "fedavg", "fedavg_clusters")
-    assert verdicts(targets.num_clusters_claims(sweep(grid, value, methods), {})) == [HOLDS] * 3
+    assert verdicts(gtv_claims.num_clusters_claims(sweep(grid, value, methods), {})) == [HOLDS] * 3
 
     def ifca_wins_at_two(m, p, s, metric):
         return 1e-7 if (m == "ifca" and p["n_clusters"] == 2) else value(m, p, s, metric)
 
-    claims = targets.num_clusters_claims(sweep(grid, ifca_wins_at_two, methods), {})
+    claims = gtv_claims.num_clusters_claims(sweep(grid, ifca_wins_at_two, methods), {})
     assert verdicts(claims) == [HOLDS, FAILS, HOLDS]
     assert "k=2" in claims[1].detail.split("deciding:")[1].split(";")[0]
 
@@ -108,7 +112,7 @@ def test_chain_sampling_averages_each_seed_over_eps():
             * (1.0 + p["eps"])
 
     grid = {"eps": [0.1, 0.5, 0.9], "M": [0.2, 0.6], "sigma": [0.0]}
-    claims = targets.chain_sampling_claims(sweep(grid, value), {})
+    claims = gtv_claims.chain_sampling_claims(sweep(grid, value), {})
     assert verdicts(claims) == [HOLDS, HOLDS, HOLDS]
     assert "mean over eps" in claims[0].effect_label
 
@@ -121,14 +125,14 @@ def test_noise_monotonicity_is_every_adjacent_pair():
         return (1e-6 + p["sigma"] ** 2) * (10 if m == "mocha" else 1) * np.exp(0.1 * rng.normal())
 
     grid = {"eps": [0.1, 0.9], "M": [0.6], "sigma": [0.01, 0.1, 1.0]}
-    assert verdicts(targets.chain_noise_claims(sweep(grid, value), {})) == [HOLDS, HOLDS]
-    flat = targets.chain_noise_claims(sweep(grid, lambda *a: value(*a, flat_mocha=True)), {})
+    assert verdicts(gtv_claims.chain_noise_claims(sweep(grid, value), {})) == [HOLDS, HOLDS]
+    flat = gtv_claims.chain_noise_claims(sweep(grid, lambda *a: value(*a, flat_mocha=True)), {})
     assert flat[0].verdict == INCONCLUSIVE and "MOCHA" in flat[0].detail.split("deciding:")[1].split(";")[0]
 
     def decreasing(m, p, s, metric):
         return 1.0 / value(m, p, s, metric)
 
-    assert verdicts(targets.chain_noise_claims(sweep(grid, decreasing), {}))[0] == FAILS
+    assert verdicts(gtv_claims.chain_noise_claims(sweep(grid, decreasing), {}))[0] == FAILS
 
 
 def test_sbm_claims_compare_the_grid_extremes():
@@ -137,12 +141,12 @@ def test_sbm_claims_compare_the_grid_extremes():
         return penalty * 1e-4 * np.exp(10 * p["p_out"]) / p["M"] * (1 + p.get("sigma", 0)) * seed_noise(s, 0.3)
 
     sampling = sweep({"p_out": [0.01, 0.1, 0.6], "M": [0.2, 0.6], "sigma": [0.0]}, value)
-    assert verdicts(targets.sbm_sampling_claims(sampling, {})) == [HOLDS, HOLDS, HOLDS]
+    assert verdicts(gtv_claims.sbm_sampling_claims(sampling, {})) == [HOLDS, HOLDS, HOLDS]
     noise = sweep({"p_out": [0.01, 0.1, 0.6], "M": [0.6], "sigma": [0.01, 0.1, 1.0]}, value)
-    assert verdicts(targets.sbm_noise_claims(noise, {})) == [HOLDS, HOLDS]
+    assert verdicts(gtv_claims.sbm_noise_claims(noise, {})) == [HOLDS, HOLDS]
     reversed_p = sweep({"p_out": [0.01, 0.1, 0.6], "M": [0.6], "sigma": [0.01, 0.1, 1.0]},
                        lambda m, p, s, x: 1 / value(m, p, s, x))
-    assert verdicts(targets.sbm_noise_claims(reversed_p, {})) == [FAILS, FAILS]
+    assert verdicts(gtv_claims.sbm_noise_claims(reversed_p, {})) == [FAILS, FAILS]
 
 
 def test_covariance_claims_cover_both_node_sets():
@@ -159,18 +163,24 @@ def test_covariance_claims_cover_both_node_sets():
     sets = ("label_mse_sampled", "label_mse_unsampled")
     table = pd.concat([sweep({"p_out": [0.01]}, value, methods, sets), data], ignore_index=True)
     params = {"feature_cov": cov}
-    assert verdicts(targets.covariance_claims(table, params)) == [HOLDS, HOLDS, HOLDS]
+    assert verdicts(gtv_claims.covariance_claims(table, params)) == [HOLDS, HOLDS, HOLDS]
     # MOCHA below Alg. 1 on the nodes outside M (the set the sampling leaves to the graph)
     worse = pd.concat([sweep({"p_out": [0.01]}, lambda *a: value(*a, outside_mocha=1e-6), methods, sets), data])
-    claims = targets.covariance_claims(worse, params)
+    claims = gtv_claims.covariance_claims(worse, params)
     assert verdicts(claims) == [FAILS, HOLDS, HOLDS] and "outside M" in claims[0].detail.split("deciding:")[1][:40]
-    assert verdicts(targets.covariance_claims(table, {"feature_cov": [cov[1], cov[0]]}))[2] == FAILS
+    assert verdicts(gtv_claims.covariance_claims(table, {"feature_cov": [cov[1], cov[0]]}))[2] == FAILS
 
 
-def _spreads(fused_at: dict[int, int | None], n_lam: int = 6) -> pd.DataFrame:
+def _spreads(fused_at: dict[int, int | None], n_lam: int = 6, critical: dict[int, float] | None = None
+             ) -> pd.DataFrame:
+    """Fig. 13's table: seed ``s`` fuses from grid index ``fused_at[s]`` (never: ``None``);
+    Theorem 2's critical lambda per seed ``critical`` (default: the grid lambda where it fuses,
+    or lambda_max)."""
     lams = np.logspace(-3, 2, n_lam)
     rows = []
     for seed, k in fused_at.items():
+        crit = (critical or {}).get(seed, lams[k] if k is not None else lams[-1])
+        rows.append({"lam": np.nan, "method": "theorem_2", "seed": seed, "metric": "critical_lambda", "value": crit})
         for i, lam in enumerate(lams):
             value = 2.0 * (1e-12 if k is not None and i >= k else 1.0 / (1 + i))
             rows.append({"lam": lam, "method": "primal_dual", "seed": seed, "metric": "spread", "value": value})
@@ -184,10 +194,28 @@ def _spreads(fused_at: dict[int, int | None], n_lam: int = 6) -> pd.DataFrame:
 def test_star_lambda_claims_hold_on_every_seed_or_fail_on_one():
     params = {"fusion_level": 1e-3, "local_fit_tolerance": 0.05}
     claims = star_lambda_claims(_spreads({0: 3, 1: 4, 2: 2}), params)
-    assert verdicts(claims) == [HOLDS, HOLDS, HOLDS] and claims[0].n_seeds == 3
+    assert verdicts(claims) == [HOLDS, HOLDS, HOLDS, HOLDS] and claims[0].n_seeds == 3
     assert verdicts(star_lambda_claims(_spreads({0: 3, 1: None, 2: 2}), params))[:2] == [FAILS, FAILS]
     strict = star_lambda_claims(_spreads({0: 3}), {**params, "local_fit_tolerance": 0.001})
     assert strict[2].verdict == FAILS  # 0.01 / (1 + node) above 0.1 %
+
+
+def test_fig13_fuses_beyond_theorem_2_s_critical_lambda_on_every_seed():
+    """Issue 41 item 4: Theorem 2 (the star is one well-connected cluster once lambda reaches
+    the critical lambda (35)) says every grid lambda at or above the seed's critical lambda is
+    fused.  A seed fusing only above its critical lambda fails the claim (one seed suffices);
+    fusing earlier than the critical lambda is allowed (the condition is sufficient)."""
+    params = {"fusion_level": 1e-3, "local_fit_tolerance": 0.05}
+    lams = np.logspace(-3, 2, 6)
+    held = star_lambda_claims(_spreads({0: 3, 1: 2}, critical={0: lams[3], 1: lams[4]}), params)[3]
+    assert held.verdict == HOLDS and held.kind == "paper" and "Theorem 2" in held.claim
+    assert "critical lambda" in held.detail and not held.inferred
+    late = star_lambda_claims(_spreads({0: 3, 1: 4}, critical={0: lams[3], 1: lams[2]}), params)[3]
+    assert late.verdict == FAILS and "seed 1: critical lambda" in late.detail
+    no_column = _spreads({0: 3})
+    no_column = no_column[no_column["metric"] != "critical_lambda"]
+    with pytest.raises(ValueError, match="no critical_lambda row .* seeds \\[0\\]"):
+        star_lambda_claims(no_column, params)
 
 
 def test_diagram_claims_are_exact():

@@ -5,8 +5,9 @@ import copy
 import numpy as np
 import pytest
 
+from networkedfl.experiments.gtv.claims import star_lambda_claims
 from networkedfl.experiments.gtv.linear import run_gtv_linear, solver_options
-from networkedfl.experiments.gtv.star import run_star_lambda, star_lambda_claims
+from networkedfl.experiments.gtv.star import run_star_lambda
 from networkedfl.experiments.variants import variant_params
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
 from networkedfl.experiments.lecture import figures as lf
-from networkedfl.experiments.lecture.runs import lecture_demo_claims, run_lecture_demo
+from networkedfl.experiments.lecture.claims import lecture_demo_claims
+from networkedfl.experiments.lecture.runs import run_lecture_demo
 
 RUNS = {("fedsgd", np.nan, np.nan): 2.0, ("fedavg", 1, 10): 1.0, ("fedavg", 5, 10): 0.8,
         ("gossip", 1, 10): 1.1, ("local", 1, 10): 1.5}

@@ -7,16 +7,16 @@ import pandas as pd
 import pytest
 
 from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
-from networkedfl.experiments.gtv.mnist import PAPER_TABLE2
-from networkedfl.experiments.gtv.mnist_claims import (
+from networkedfl.experiments.gtv.claims import (
+    _method_claims,
     accuracy_at,
     area_under_curves,
     mnist_ablation_claims,
     mnist_lambda_claims,
-    mnist_method_claims,
     mnist_table2_claims,
     step_scan_claims,
 )
+from networkedfl.experiments.gtv.mnist import PAPER_TABLE2
 
 LAST = 9
 PARAMS = {"plot_iterations": LAST + 1}
@@ -58,7 +58,7 @@ def test_method_claims_decide_from_paired_seeds(alg, expected):
     seeds = 5
     finals = {"primal_dual": [alg + d for d in NOISE[:seeds]],
               "ifca": [0.80 - d for d in NOISE[:seeds]], "local_sgd": [0.75] * seeds}
-    claims = mnist_method_claims(curves(finals), PARAMS, baselines=("ifca", "local_sgd"))
+    claims = _method_claims(curves(finals), PARAMS, baselines=("ifca", "local_sgd"))
     assert verdicts(claims) == [expected, expected]
     assert claims[0].n_seeds == seeds and claims[0].interval.startswith("t, ")
     assert "at least IFCA's, and above local SGD's" in claims[0].claim
@@ -67,12 +67,12 @@ def test_method_claims_decide_from_paired_seeds(alg, expected):
 def test_a_method_claim_fails_on_one_clearly_failing_baseline_even_if_another_holds():
     finals = {"primal_dual": [0.9 + d / 3 for d in NOISE], "ifca": [0.95 + d / 3 for d in NOISE],
               "pfedme": [0.6 + d / 3 for d in NOISE]}
-    claims = mnist_method_claims(curves(finals), PARAMS, baselines=("ifca", "pfedme"))
+    claims = _method_claims(curves(finals), PARAMS, baselines=("ifca", "pfedme"))
     assert claims[0].verdict == FAILS and claims[0].effect < 0
 
 
 def test_one_seed_is_inconclusive_without_a_noise_estimate():
-    claims = mnist_method_claims(curves({"primal_dual": [0.99], "ifca": [0.5]}), PARAMS, baselines=("ifca",))
+    claims = _method_claims(curves({"primal_dual": [0.99], "ifca": [0.5]}), PARAMS, baselines=("ifca",))
     assert verdicts(claims) == [INCONCLUSIVE, INCONCLUSIVE]
 
 
@@ -159,9 +159,9 @@ SWITCHED = "[diagnostic] every notebook option of each case's published variant 
 
 @pytest.mark.parametrize("target", ["gtv_quirk_ablation", "gtv_quirk_ablation_mnist"])
 def test_the_twin_ablation_checks_give_what_they_gave_before_they_were_merged(target):
-    """Issue 43 item 2: one helper (ablation.switches_ran) checks the switches of both ablations;
+    """Issue 43 item 2: one helper (claims.switches_ran) checks the switches of both ablations;
     their claims are those each target gave before (text, verdict, detail), complete or not."""
-    from networkedfl.experiments.gtv.ablation import ablation_claims
+    from networkedfl.experiments.gtv.claims import ablation_claims
 
     if target == "gtv_quirk_ablation":
         evaluate, dropped, noun = ablation_claims, "loss_scale", "runs"

@@ -212,13 +212,38 @@ def test_halving_rungs_divide_the_horizon_by_eta_per_halving():
     assert halving_rungs(_spec(PARAMS), 6) == [None]  # no halving: the runs' own horizon
     assert halving_rungs(_spec(HALVED), 1) == [27]
     assert halving_rungs(_spec(HALVED), 2) == [27]  # fewer than eta points: nothing to halve
-    assert halving_rungs(_spec(HALVED), 3) == [9, 27]
+    assert halving_rungs(_spec(HALVED), 3) == [27]  # 3 at 9 + 2 at 27 cost the 3 runs of the grid
+    assert halving_rungs(_spec(HALVED), 4) == [9, 27]
     assert halving_rungs(_spec(HALVED), 9) == [3, 9, 27]
     assert halving_rungs(_spec(HALVED), 18) == [3, 9, 27]
     assert halving_rungs(_spec(HALVED), 27) == [1, 3, 9, 27]
     short = {**HALVED, "tuning": {**HALVED["tuning"], "overrides": {"rounds": 4},
                                   "halving": {"eta": 3, "horizon": "rounds", "min_horizon": 2}}}
     assert halving_rungs(_spec(short), 27) == [2, 4]  # rungs below min_horizon merge
+
+
+def test_halving_cost_counts_every_rung_and_falls_back_to_the_grid_when_not_cheaper():
+    from networkedfl.experiments.tuning import grid_cost, halving_cost, halving_rungs, rung_sizes
+
+    assert rung_sizes(3, 27, 3) == [27, 9, 3] and rung_sizes(2, 3, 3) == [3, 2] and rung_sizes(2, 7, 3) == [7, 3]
+    # 9 points at 3, 3 at 9, 2 at 27 rounds: 1 + 1 + 2 full runs; with a fixed cost o per run
+    # (a fraction of a full run) every run adds o and its rounds cost (1 - o) as much
+    assert halving_cost([3, 9, 27], 9, 3) == pytest.approx(4.0)
+    assert halving_cost([3, 9, 27], 9, 3, 0.5) == pytest.approx(14 * 0.5 + 0.5 * 4.0)
+    assert halving_cost([9, 27], 3, 3) == pytest.approx(3.0) == grid_cost(3)
+    assert halving_cost([9, 27], 7, 3, 0.3) == pytest.approx(10 * 0.3 + 0.7 * (7 / 3 + 3))
+    overhead = {**HALVED, "tuning": {**HALVED["tuning"], "halving": {**HALVED["tuning"]["halving"], "overhead": 0.5}}}
+    assert halving_rungs(_spec(overhead), 9) == [27]  # 14 runs: 7 + 0.5 * 4 = 9, the grid's 9
+    assert halving_rungs(_spec(overhead), 7) == [27]  # 5 + 0.5 * 16/3 = 7.67 >= 7: the whole grid
+    assert halving_rungs(_spec(overhead), 27) == [1, 3, 9, 27]
+    for n in range(1, 60):  # never dearer than the grid, whatever the overhead
+        for o in (0.0, 0.2, 0.5, 0.9):
+            spec = {**HALVED, "tuning": {**HALVED["tuning"], "halving": {**HALVED["tuning"]["halving"], "overhead": o}}}
+            rungs = halving_rungs(_spec(spec), n)
+            assert rungs[-1] == 27 and halving_cost(rungs, n, 3, o) <= grid_cost(n) + 1e-12
+    bad = {**HALVED, "tuning": {**HALVED["tuning"], "halving": {**HALVED["tuning"]["halving"], "overhead": 1.0}}}
+    with pytest.raises(ValueError, match="overhead must lie in"):
+        halving_rungs(_spec(bad), 9)
 
 
 def test_halving_names_a_bad_horizon():

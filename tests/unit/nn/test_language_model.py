@@ -18,7 +18,8 @@ from networkedfl.algorithms import (
     fedavg_steps,
     fesem,
 )
-from networkedfl.experiments.gfl.reviews_nlp import _Evaluator, review_nlp_claims
+from networkedfl.experiments.gfl.claims import review_nlp_claims
+from networkedfl.experiments.gfl.reviews_nlp import _Evaluator
 from networkedfl.graphs import ring
 from networkedfl.nn import (
     ClientBatches,

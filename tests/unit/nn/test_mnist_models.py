@@ -296,3 +296,62 @@ def test_flat_model_uses_the_sparse_form_of_exactly_the_tensors_it_was_given():
     assert seen == [True, False, False]
     torch.testing.assert_close(g_sparse, g_dense, rtol=1e-12, atol=1e-12)
     assert torch.equal(g_copy, g_dense)
+
+
+def test_local_training_of_all_clients_multiplies_the_sparse_form(monkeypatch):
+    """local_sgd passes the whole-range view ``x[0:n]`` of the registered features: the
+    sparse form applies to it (issue 44: before, every full-batch step was dense), and not
+    to a proper slice or a changed tensor."""
+    from networkedfl.algorithms import local_sgd
+    from networkedfl.nn import ClientData
+    from networkedfl.nn._mnist_network import SparseSamples
+
+    x, y = _sparse_data()
+    data = ClientData.from_arrays(x, y)
+    seen = []
+    original = TwoLayerNetwork.losses_and_gradients
+
+    def spy(self, p, features, *args, **kwargs):
+        seen.append(isinstance(features, SparseSamples))
+        return original(self, p, features, *args, **kwargs)
+
+    monkeypatch.setattr(TwoLayerNetwork, "losses_and_gradients", spy)
+    model = NET.flat_model(sparse=[data.features])
+    start = torch.randn(x.shape[0], NET.n_params, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    sparse = local_sgd(model, start, data, epochs=3, batch_size=None, lr=0.1)
+    assert seen == [True] * 3
+    dense = local_sgd(NET.flat_model(), start, data, epochs=3, batch_size=None, lr=0.1)
+    torch.testing.assert_close(sparse, dense, rtol=1e-12, atol=1e-12)
+    seen.clear()
+    batches = model.batch_gradient
+    batches(start[:2], data.features[:2], data.targets[:2], None)  # a proper slice: dense
+    assert seen == [False]
+
+
+def test_losses_of_models_evaluates_all_models_in_one_pass_with_the_same_bits():
+    """IFCA's cluster estimate: the k models of every client in one stacked call equal the
+    k separate calls bit for bit (each replica's sparse product is its own)."""
+    from networkedfl.nn import ClientData, losses_of_models
+    from networkedfl.nn._mnist_network import SparseSamples
+
+    x, y = _sparse_data()
+    data = ClientData.from_arrays(x, y, dtype=torch.float32)
+    model = NET.flat_model(sparse=[data.features])
+    models = torch.randn(4, NET.n_params, generator=torch.Generator().manual_seed(4))
+    calls = []
+    original = TwoLayerNetwork.node_losses
+
+    def spy(self, p, features, *args, **kwargs):
+        calls.append((tuple(p.shape), isinstance(features, SparseSamples)))
+        return original(self, p, features, *args, **kwargs)
+
+    TwoLayerNetwork.node_losses = spy
+    try:
+        stacked = losses_of_models(model, models, data.features, data.targets)
+        one_by_one = dataclasses.replace(model, stacked_loss=False)
+        separate = losses_of_models(one_by_one, models, data.features, data.targets)
+    finally:
+        TwoLayerNetwork.node_losses = original
+    n = x.shape[0]
+    assert calls == [((4, n, NET.n_params), True)] + [((n, NET.n_params), True)] * 4
+    assert stacked.shape == (n, 4) and torch.equal(stacked, separate)

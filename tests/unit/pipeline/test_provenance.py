@@ -32,6 +32,10 @@ def test_closures_follow_the_imports_of_each_target():
     # a name re-exported by a package's __init__ (or loaded on first use) pulls in its module
     assert "networkedfl.gtv._estimator" in notebook_modules("notebooks/tutorial_own_network.ipynb")
     assert "networkedfl.fedrelax._nonparametric" in target_modules("fedrelax_fig02a_trees_dm")
+    # the claims job hashes its family's claims module; the experiment's jobs do not
+    claims = "networkedfl.experiments.gtv.claims"
+    assert claims in target_modules(NO_SOLVER, jobs="claims") and claims not in target_modules(NO_SOLVER)
+    assert "networkedfl.experiments.gtv.diagrams" in target_modules(NO_SOLVER)
 
 
 def test_the_code_hashes_do_not_depend_on_the_interpreter_s_hash_seed(repo):

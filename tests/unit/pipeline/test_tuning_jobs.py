@@ -149,11 +149,29 @@ def test_successive_halving_runs_the_best_third_to_the_full_horizon(test_config,
 
 def test_the_full_horizon_run_keeps_its_cache_key_with_or_without_halving(test_config, runs, tmp_path):
     """A table of the whole grid (no halving) gives the full-horizon runs of a halved job."""
-    plain = run_tuning_setting(TARGET, tuning_specs(_config(test_config, [0.1, 1.0, 10.0]), TARGET, "local"), 7,
-                               code="c")
+    values = [0.1, 1.0, 10.0, 100.0]  # four points: 4 runs at R/3 and 2 at R are cheaper than 4 at R
+    plain = run_tuning_setting(TARGET, tuning_specs(_config(test_config, values), TARGET, "local"), 7, code="c")
     runs.clear()
-    halved = run_tuning_setting(TARGET, tuning_specs(_halved(test_config, [0.1, 1.0, 10.0]), TARGET, "local"), 7,
+    halved = run_tuning_setting(TARGET, tuning_specs(_halved(test_config, values), TARGET, "local"), 7,
                                 code="c", previous=plain)
     full = halved[halved["tuning_rung"] == 1]
-    assert len(runs) == 3  # the first rung ran (shorter horizon: new keys) ...
+    assert len(runs) == 4  # the first rung ran (shorter horizon: new keys) ...
     assert len(full) == 2 and set(full[POINT_KEY]) <= set(plain[POINT_KEY])  # ... the survivors' full runs reused
+
+
+def test_halving_no_cheaper_than_the_grid_runs_the_whole_grid(test_config, runs, tmp_path):
+    """Three points (3 runs at R/3 and 2 at R cost the grid's 3 runs at R): the cost rule runs
+    the whole grid instead, the same runs (every key reused from a whole-grid table, nothing
+    run) and the same chosen point, in one rung at the full horizon."""
+    values = [0.1, 1.0, 10.0]
+    plain = run_tuning_setting(TARGET, tuning_specs(_config(test_config, values), TARGET, "local"), 7, code="c")
+    assert len(runs) == 3
+    runs.clear()
+    config = _halved(test_config, values)
+    halved = run_tuning_setting(TARGET, tuning_specs(config, TARGET, "local"), 7, code="c", previous=plain)
+    assert runs == []  # every run is the whole grid's
+    full = config["experiments"][TARGET]["iterations"]
+    assert halved["tuning_rung"].tolist() == [0, 0, 0] and set(halved["tuning_horizon"]) == {full}
+    assert halved.drop(columns=["tuning_rung", "tuning_horizon"]).equals(plain)
+    params = config["experiments"][TARGET]
+    assert select_point(params, "local", [halved]) == select_point(params, "local", [plain])

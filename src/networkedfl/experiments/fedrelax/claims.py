@@ -52,7 +52,7 @@ from ..claims import (
     threshold,
     within_factor,
 )
-from ..registry import Claim
+from ..registry import Claim, inferred
 from .runs import RATIO, VAL, WMSE
 
 __all__ = [
@@ -171,9 +171,9 @@ def dm_ratio_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     gains = pd.concat([gain(r_hi), gain(r_lo)], axis=1).dropna()
     return [
         all_of(f"for alpha in {alphas} and every d/m >= 1, MSE(w) is below alpha = 0", below_local),
-        claim(f"MSE(alpha=0)/MSE(alpha={_g(a_hi)}) is larger at d/m = {_g(r_hi)} than at d/m = {_g(r_lo)}",
+        *inferred(claim(f"MSE(alpha=0)/MSE(alpha={_g(a_hi)}) is larger at d/m = {_g(r_hi)} than at d/m = {_g(r_lo)}",
               threshold(f"gain at d/m={_g(r_hi)} / gain at d/m={_g(r_lo)}", gains[0] / gains[1], gt=1.0,
-                        scale="log", what=f"gain ratio (gain = MSE(alpha=0) / MSE(alpha={_g(a_hi)}))")),
+                        scale="log", what=f"gain ratio (gain = MSE(alpha=0) / MSE(alpha={_g(a_hi)}))"))),
     ]
 
 
@@ -183,33 +183,74 @@ def _curves(table: pd.DataFrame, sigma: float, alpha: float) -> pd.DataFrame:
     return rows.pivot_table(index="seed", columns="iteration", values="value").sort_index()
 
 
+#: Fig. 1b's "accelerates convergence" (docs/verdicts.md#fig-1b): the iterations a curve takes
+#: to reach this fraction of its seed's starting MSE(w) (iteration 0: every alpha of a seed
+#: starts from the same weights), fixed by the claim's wording (an early-phase speed: the
+#: time to halve the starting error), not by the measured curves.
+HALVING = 0.5
+
+
+def _time_to(curves: pd.DataFrame, level: pd.Series) -> pd.Series:
+    """Per seed (rows of ``curves``, columns iterations): the first recorded iteration whose
+    value is at most the seed's ``level``; a curve that never gets there counts one
+    recording step past its last iteration (a lower bound: the comparison stays
+    conservative for the curve that does)."""
+    its = curves.columns.to_numpy(float)
+    past = its[-1] + (its[-1] - its[-2] if its.size > 1 else 1.0)
+    reached = curves.to_numpy(float) <= level.reindex(curves.index).to_numpy(float)[:, None]
+    first = np.where(reached.any(axis=1), its[np.argmax(reached, axis=1)], past)
+    return pd.Series(first, index=curves.index, dtype=float)
+
+
+def _cross_fitted_rise(curves: pd.DataFrame) -> np.ndarray:
+    """Per seed: ``final / curve(k*)``, with ``k*`` the minimiser of the *other* seeds' mean
+    log curve (leave-one-out).  The seed's own noise does not choose its minimum, so on a
+    curve that does not turn back up the ratio is centred on 1 or below (the per-seed
+    ``final / min`` is at least 1 by construction)."""
+    logs = np.log(curves.to_numpy(float))
+    n = logs.shape[0]
+    if n < 2:
+        return np.array([])
+    others = (logs.sum(axis=0)[None, :] - logs) / (n - 1)
+    k_star = np.argmin(others, axis=1)
+    return np.exp(logs[:, -1] - logs[np.arange(n), k_star])
+
+
 def convergence_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 1b: MSE(w) per seed, sigma, alpha and iteration."""
+    """Fig. 1b [paper: FedRelax "only slightly accelerates the convergence ... in the
+    noiseless scenario, it prevents divergence of gradient descent in the high-noise
+    settings"]: at the largest sigma, alpha = 0 turns back up (its final MSE(w) above its
+    value at the minimiser of the other seeds' mean curve, :func:`_cross_fitted_rise`) and
+    alpha = 0.05 ends below it; at sigma = 0, alpha = 0.05 halves its starting MSE(w) in
+    fewer iterations than alpha = 0 (:data:`HALVING`, paired by seed); the final MSE(w)
+    increases with sigma."""
     sigmas = sorted(float(s) for s in table["sigma"].unique())
     alphas = sorted(float(a) for a in table["alpha"].unique())
     s_lo, s_hi, a_hi = sigmas[0], sigmas[-1], alphas[-1]
     last = int(table["iteration"].max())
     rows = table[table["metric"] == WMSE]
-    at = {k: per_seed(rows[rows["iteration"] == k], ["sigma", "alpha"], WMSE)
-          for k in {*(k for k in (100, 250, 500) if k <= last), last}}
-    checkpoints = sorted(k for k in at if k in (100, 250, 500)) or [last]
-    local = _curves(table, s_hi, 0.0)
-    final = at[last]
+    final = per_seed(rows[rows["iteration"] == last], ["sigma", "alpha"], WMSE)
+    local, fast = _curves(table, s_lo, 0.0), _curves(table, s_lo, a_hi)
+    start = local[local.columns.min()]
+    t_fast, t_local = _time_to(fast, HALVING * start), _time_to(local, HALVING * start)
+    pair = pd.concat([t_fast, t_local], axis=1).dropna()
     monotone = [case for a in alphas for case in increasing_cases(
         final, [(s, a) for s in sigmas], lambda lo, hi, a=a: f"alpha={_g(a)}: sigma={_g(lo[0])} < {_g(hi[0])}",
         what="final MSE ratio")]
     return [
-        all_of(f"at sigma = {_g(s_hi)}, alpha = 0 ends above its own minimum, and alpha = {_g(a_hi)} "
-               "ends below alpha = 0",
-               [threshold(f"alpha=0 at sigma={_g(s_hi)}: final / minimum", local[last] / local.min(axis=1),
-                          gt=1.0, scale="log", what="final / minimum over iterations"),
+        all_of(f"at sigma = {_g(s_hi)}, alpha = 0 turns back up (ends above its value at the minimum of the "
+               f"curve), and alpha = {_g(a_hi)} ends below alpha = 0",
+               [threshold(f"alpha=0 at sigma={_g(s_hi)}: final / curve at the other seeds' minimiser",
+                          _cross_fitted_rise(_curves(table, s_hi, 0.0)), gt=1.0, scale="log",
+                          what="final / value at the leave-one-out minimiser"),
                 below(f"alpha={_g(a_hi)} vs 0 at sigma={_g(s_hi)}, final",
                       *seed_values(final, (s_hi, a_hi), (s_hi, 0.0)), what=f"MSE(alpha={_g(a_hi)}) / MSE(alpha=0)")]),
-        all_of(f"at sigma = {_g(s_lo)}, alpha = {_g(a_hi)} is at or below alpha = 0 (5 % tolerance) "
-               f"at iterations {checkpoints}",
-               [below(f"k={k}", *seed_values(at[k], (s_lo, a_hi), (s_lo, 0.0)), tolerance=0.05, strict=False,
-                      what=f"MSE(alpha={_g(a_hi)}) / MSE(alpha=0)") for k in checkpoints]),
-        all_of("for every alpha, the final MSE(w) increases with sigma", monotone),
+        claim(f"at sigma = {_g(s_lo)}, alpha = {_g(a_hi)} accelerates convergence: it reaches "
+              f"{HALVING:g} x the starting MSE(w) in fewer iterations than alpha = 0",
+              below(f"alpha={_g(a_hi)} vs 0 at sigma={_g(s_lo)}", pair.iloc[:, 0], pair.iloc[:, 1], scale="linear",
+                    what=f"iterations to {HALVING:g} x MSE(w) at iteration {int(local.columns.min())}: "
+                         f"alpha={_g(a_hi)} - alpha=0")),
+        *inferred(all_of("for every alpha, the final MSE(w) increases with sigma", monotone)),
     ]
 
 
@@ -251,9 +292,9 @@ def trees_dm_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     return [
         every_some("for every d/m >= 1, the best alpha > 0 is below alpha = 0",
                    {f"d/m={_g(r)}": [_ratio_below_local(wide, r, a, f"d/m={_g(r)}") for a in alphas] for r in big}),
-        all_of("the alpha = 0 ratio (to the Oracle) is above 1 for every d/m >= 1",
+        *inferred(all_of("the alpha = 0 ratio (to the Oracle) is above 1 for every d/m >= 1",
                [threshold(f"d/m={_g(r)}", _column(wide, (r, 0.0)), gt=1.0, scale="log",
-                          what="MSE_val(alpha=0) / MSE_val(Oracle)") for r in big]),
+                          what="MSE_val(alpha=0) / MSE_val(Oracle)") for r in big])),
     ]
 
 
@@ -308,8 +349,8 @@ def noniid_linear_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
                [_ratio_below_one(ratio, (r, a), f"alpha={_g(a)}, d/m={_g(r)}") for a in alphas for r in dms]),
         all_of(f"at alpha = {_g(a_small)}, d/m = {_g(dm)} the ratio is below 1 for every sigma",
                [_ratio_below_one(r_sigma, (s, a_small), f"sigma={_g(s)}") for s in sigmas]),
-        all_of("MSE_val at alpha = 0 increases with d/m",
-               increasing_cases(local, dms, lambda lo, hi: f"d/m={_g(lo)} < {_g(hi)}", what="MSE_val ratio")),
+        *inferred(all_of("MSE_val at alpha = 0 increases with d/m",
+               increasing_cases(local, dms, lambda lo, hi: f"d/m={_g(lo)} < {_g(hi)}", what="MSE_val ratio"))),
     ]
 
 

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ...plotting import relative_gap
 from ..report import load_target
 
 __all__ = [
@@ -120,8 +121,24 @@ def plot_convergence(table: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def _geometric(rows: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Per ``by``: the geometric mean over seeds (``exp`` of the mean log) and the factor
+    ``exp(sd of the log)`` of the band around it."""
+    logs = np.log(rows["value"].astype(float)).groupby(rows[by]).agg(["mean", "std"]).sort_index()
+    return pd.DataFrame({"centre": np.exp(logs["mean"]), "factor": np.exp(logs["std"].fillna(0.0))})
+
+
+def _geometric_band(ax: plt.Axes, rows: pd.DataFrame, label: str, **kw) -> None:
+    stats = _geometric(rows, "iteration")
+    line, = ax.plot(stats.index, stats["centre"], label=label, **kw)
+    ax.fill_between(stats.index, stats["centre"] / stats["factor"], stats["centre"] * stats["factor"],
+                    alpha=0.15, color=line.get_color(), lw=0)
+
+
 def plot_baselines(table: pd.DataFrame) -> plt.Figure:
-    """Fig. 1c: MSE(w_hat) vs iteration / round for FedRelax and the baselines.
+    """Fig. 1c: MSE(w_hat) vs iteration / round for FedRelax and the baselines, each curve the
+    geometric mean over seeds (the statistic its claims compare: ratios on the log scale,
+    docs/verdicts.md), its band a factor ``exp(sd of log MSE)`` either side.
 
     Left: every method, log y.  Right: the same curves on a linear y limited to the methods
     that stay near the predict-the-mean level (final MSE above a tenth of it), which the
@@ -132,16 +149,19 @@ def plot_baselines(table: pd.DataFrame) -> plt.Figure:
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     styles = {"oracle": "--", "ifca_correct": "-.", "ifca_incorrect": ":", "fedavg": "--"}
     methods = [m for m in METHOD_LABELS if m in set(rows["method"])]
-    last = rows[rows["iteration"] == rows["iteration"].max()].groupby("method")["value"].mean()
+    final = rows[rows["iteration"] == rows["iteration"].max()]
+    last = _geometric(final, "method")["centre"]
     for ax, logy in zip(axes, (True, False), strict=True):
         for method in methods:
+            mine = rows[rows["method"] == method]
             if method == "mean":  # a reference: a horizontal line
-                ax.axhline(float(rows[rows["method"] == method]["value"].mean()), color="tab:gray",
+                ax.axhline(float(np.exp(np.log(mine["value"].astype(float)).mean())), color="tab:gray",
                            ls="-.", lw=1.2, label=METHOD_LABELS[method])
                 continue
-            _band(ax, rows[rows["method"] == method], METHOD_LABELS[method], ls=styles.get(method, "-"))
+            _geometric_band(ax, mine, METHOD_LABELS[method], ls=styles.get(method, "-"))
         _finish(ax, "iteration", "weight_mse", logy=logy)
         ax.set_xlabel("iteration / round")
+        ax.set_ylabel(f"{AXIS.get('weight_mse', 'weight_mse')}, geometric mean over seeds")
     high = last[last > 0.1 * last.max()]
     if len(high):
         axes[1].set_ylim(0.9 * float(high.min()), 1.05 * float(rows["value"].max()))
@@ -152,12 +172,47 @@ def plot_baselines(table: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+#: Curves whose means differ by at most this (relative) lie on each other: the legend says so.
+COINCIDE_RTOL = 0.01
+
+
+def _coinciding(rows: pd.DataFrame, x: str, key: str, rtol: float = COINCIDE_RTOL) -> dict[float, float]:
+    """``{value: earlier value}`` of ``key`` whose mean curve over ``x`` lies within ``rtol``
+    (relative, at every shared ``x``) of the curve of an earlier value."""
+    means = rows.groupby([key, x])["value"].mean()
+    values = list(means.index.get_level_values(key).unique())
+    curves = {v: np.column_stack([means.loc[v].index.to_numpy(float), means.loc[v].to_numpy(float)])
+              for v in values}
+    out = {}
+    for k, value in enumerate(values):
+        for earlier in values[:k]:
+            if relative_gap(curves[value], curves[earlier]) <= rtol:
+                out[value] = earlier
+                break
+    return out
+
+
+def _alpha_label(alpha: float, same: dict[float, float]) -> str:
+    label = rf"$\alpha$ = {alpha:g}"
+    if alpha in same:
+        label += rf" (coincides with $\alpha$ = {same[alpha]:g}, within {COINCIDE_RTOL:.0%})"
+    return label
+
+
+def _alpha_colours(table: pd.DataFrame) -> dict[float, str]:
+    """One colour per alpha in every panel of a figure (issue 41: Fig. 3 gave one colour to
+    alpha = 0.01 in two panels and to alpha = 0 in the third)."""
+    return {a: f"C{k % 10}" for k, a in enumerate(sorted(table["alpha"].dropna().unique()))}
+
+
 def plot_tree_ratio(table: pd.DataFrame, x: str) -> plt.Figure:
-    """Figs. 2a / 2b: MSE_val / MSE_val(Oracle) vs ``x`` (d/m or sigma), a curve per alpha."""
+    """Figs. 2a / 2b: MSE_val / MSE_val(Oracle) vs ``x`` (d/m or sigma), a curve per alpha;
+    a curve on an earlier one (within 1 %) says so in the legend."""
     rows = table[(table["metric"] == "mse_val_ratio") & (table["method"] == "fedrelax")]
     fig, ax = plt.subplots(figsize=(6, 3.6))
+    same = _coinciding(rows, x, "alpha")
     for alpha, part in rows.groupby("alpha"):
-        _errorbar(ax, part, x, rf"$\alpha$ = {alpha:g}", logy=True)
+        _errorbar(ax, part, x, _alpha_label(alpha, same), logy=True)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--", label="Oracle")
     _finish(ax, x, "mse_val_ratio", logx=(x == "d_over_m"), ticks=rows[x].unique())
     ax.set_ylabel(r"MSE$^{(val)}$ / MSE$^{(val)}$(Oracle)")
@@ -178,33 +233,34 @@ def plot_noniid(table: pd.DataFrame, trees: bool) -> plt.Figure:
     """Figs. 3 (linear) and 4 (trees): three panels of MSE_val relative to alpha = 0.
 
     Linear (Fig. 3): ratio vs d/m per alpha > 0; MSE_val vs d/m per alpha; ratio vs sigma
-    at the smallest alpha > 0.  Trees (Fig. 4): ratio vs d/m per alpha > 0; ratio vs alpha
+    at the smallest alpha > 0.  Each alpha has one colour in all three panels.  Trees (Fig. 4): ratio vs d/m per alpha > 0; ratio vs alpha
     per d/m; ratio vs sigma per alpha > 0.
     """
     ratio = table[(table["metric"] == "mse_val_ratio") & (table["method"] == "fedrelax")]
     flat_r, noisy_r = _sweeps(ratio)
+    colour = _alpha_colours(table)
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
     for alpha, part in flat_r.groupby("alpha"):
-        _errorbar(axes[0], part, "d_over_m", rf"$\alpha$ = {alpha:g}", logy=trees)
+        _errorbar(axes[0], part, "d_over_m", rf"$\alpha$ = {alpha:g}", logy=trees, color=colour[alpha])
     _finish(axes[0], "d_over_m", "mse_val_ratio", logy=trees, logx=True,
             ticks=flat_r["d_over_m"].unique())
     axes[0].set_title(rf"$\sigma$ = {flat_r['sigma'].min():g}")
     if trees:
-        for dm, part in flat_r.groupby("d_over_m"):
-            _errorbar(axes[1], part, "alpha", f"d/m = {dm:g}", logy=True)
+        for k, (dm, part) in enumerate(flat_r.groupby("d_over_m")):  # colours no alpha has
+            _errorbar(axes[1], part, "alpha", f"d/m = {dm:g}", logy=True, color=f"C{(len(colour) + k) % 10}")
         _finish(axes[1], "alpha", "mse_val_ratio", logx=True, ticks=flat_r["alpha"].unique())
         axes[1].set_title(rf"$\sigma$ = {flat_r['sigma'].min():g}")
         for alpha, part in noisy_r.groupby("alpha"):
-            _errorbar(axes[2], part, "sigma", rf"$\alpha$ = {alpha:g}", logy=True)
+            _errorbar(axes[2], part, "sigma", rf"$\alpha$ = {alpha:g}", logy=True, color=colour[alpha])
     else:
         val = table[(table["metric"] == "mse_val") & (table["sigma"] == table["sigma"].min())]
         for alpha, part in val.groupby("alpha"):
-            _errorbar(axes[1], part, "d_over_m", rf"$\alpha$ = {alpha:g}", logy=True)
+            _errorbar(axes[1], part, "d_over_m", rf"$\alpha$ = {alpha:g}", logy=True, color=colour[alpha])
         _finish(axes[1], "d_over_m", "mse_val", logx=True, ticks=val["d_over_m"].unique())
         axes[1].set_title(rf"$\sigma$ = {val['sigma'].min():g}")
         a_small = noisy_r["alpha"].min()
         _errorbar(axes[2], noisy_r[noisy_r["alpha"] == a_small], "sigma",
-                  rf"$\alpha$ = {a_small:g}", logy=False)
+                  rf"$\alpha$ = {a_small:g}", logy=False, color=colour[a_small])
     _finish(axes[2], "sigma", "mse_val_ratio", logy=trees, ticks=noisy_r["sigma"].unique())
     axes[2].set_title(f"d/m = {noisy_r['d_over_m'].iloc[0]:g}")
     for ax in (axes[0], axes[2]):

@@ -17,11 +17,13 @@ import numpy as np
 import pandas as pd
 
 from ...plotting import tuning_summary
+from ..baselines import is_extra_baseline
 from ..claims import CLUSTER_ORACLE, LOCAL, MEAN, ORACLE, REFERENCES
 from ..report import escaped_style, load_target
 
 __all__ = [
     "COLOURS",
+    "EXTRA_STYLES",
     "client_data",
     "cluster_agreement",
     "fesem_clusters",
@@ -50,6 +52,13 @@ COLOURS = {"FedAvg": "tab:blue", "DFL-SGD": "tab:orange", "DFL-GT": "tab:green",
            "BiG-FL": "tab:red", LOCAL: "tab:brown", ORACLE: "black", CLUSTER_ORACLE: "tab:olive",
            MEAN: "tab:gray"}
 _STYLES = {LOCAL: ":", ORACLE: "--", CLUSTER_ORACLE: "--"}
+#: The extra baselines (not the chapter's methods; :mod:`~networkedfl.experiments.baselines`):
+#: a family of greys, each with its own dash pattern, labelled "(extra baseline)".
+EXTRA_STYLES = {"FedProx": ("0.15", (0, (6, 2))), "SCAFFOLD": ("0.3", (0, (3, 1, 1, 1))),
+                "FedAdam": ("0.62", (0, (1, 1))), "FedYogi": ("0.72", (0, (4, 1, 1, 1, 1, 1))),
+                "Ditto": ("0.4", (0, (8, 2, 2, 2)))}
+COLOURS.update({name: colour for name, (colour, _) in EXTRA_STYLES.items()})
+_STYLES.update({name: dashes for name, (_, dashes) in EXTRA_STYLES.items()})
 
 
 def _curve(rows: pd.DataFrame) -> pd.DataFrame:
@@ -61,7 +70,9 @@ def plot_method_curves(ax: Any, table: pd.DataFrame, metric: str = "test_loss", 
                        xlabel: str = "communication round") -> list[str]:
     """Mean (and ± one standard deviation over seeds) of ``metric`` against rounds, one
     line per method; ``Local`` dotted, ``Oracle`` dashed, ``Predict the mean`` a horizontal
-    grey line at its mean.  Rows with a ``domain`` (per-client rows) are ignored.
+    grey line at its mean; the extra baselines (:data:`EXTRA_STYLES`) in greys with their own
+    dashes, labelled "(extra baseline)", without a band.  Rows with a ``domain`` (per-client
+    rows) are ignored.
 
     Returns the methods drawn, in drawing order.
     """
@@ -74,12 +85,12 @@ def plot_method_curves(ax: Any, table: pd.DataFrame, metric: str = "test_loss", 
     curves = {method: _curve(rows[rows["method"] == method]) for method in order}
     for method in order:
         curve, colour = curves[method], COLOURS.get(method)
-        label = method + _coincides(method, curves, order)
+        label = method + (" (extra baseline)" if is_extra_baseline(method) else "") + _coincides(method, curves, order)
         if method == MEAN:
             ax.axhline(float(curve["mean"].mean()), color=colour, linestyle="-.", linewidth=1.2, label=label)
             continue
         ax.plot(curve.index, curve["mean"], label=label, color=colour, linestyle=_STYLES.get(method, "-"))
-        if band and method not in REFERENCES:
+        if band and method not in REFERENCES and not is_extra_baseline(method):
             std = curve["std"].fillna(0)
             ax.fill_between(curve.index, curve["mean"] - std, curve["mean"] + std, color=colour, alpha=0.2,
                             linewidth=0)
@@ -137,16 +148,33 @@ def final_losses(table: pd.DataFrame, metric: str = "test_loss") -> pd.DataFrame
 # Fig. 10.1: FedAvg vs DFL-SGD vs DFL-GT
 
 
+def _figure_legend(fig: Any, axes: Sequence[Any]) -> Any:
+    """One legend right of the panels naming every method drawn in any of them, in drawing
+    order (each colour means one method in the whole figure), with the panels where its
+    curve lies on another's (:func:`_coincides`'s note, after the panel's y label)."""
+    handles: dict[str, Any] = {}
+    notes: dict[str, list[str]] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            name, _, note = label.partition(" (≈")
+            handles.setdefault(name, handle)
+            if note:
+                notes.setdefault(name, []).append(f"{ax.get_ylabel()}: ≈{note.removesuffix(')')}")
+    labels = [name + (f" ({'; '.join(notes[name])})" if name in notes else "") for name in handles]
+    return fig.legend(list(handles.values()), labels, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize="small")
+
+
 def fig10_1_dfl(table: pd.DataFrame) -> plt.Figure:
-    """Chapter Fig. 10.1: test loss (left) and the DFL consensus distance (right) vs rounds."""
+    """Chapter Fig. 10.1: test loss (left) and the DFL consensus distance (right) vs rounds;
+    one legend for both panels (issue 41: the left panel's FedAvg and references had none)."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     for ax, metric, label in zip(axes, ["test_loss", "consensus_distance"], ["test loss (MSE)", "consensus distance"],
                                  strict=True):
         plot_method_curves(ax, table, metric)
         ax.set_yscale("log")
         ax.set_ylabel(label)
-    _legend_outside(axes[1])
     fig.tight_layout()
+    _figure_legend(fig, axes)
     return fig
 
 
@@ -222,19 +250,25 @@ def settings_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def fig10_3_synthetic(table: pd.DataFrame) -> plt.Figure:
-    """Chapter Fig. 10.3: local test loss, BiG-FL's UL loss at the LL models, and the UL
-    loss lowered by the learnt phi, against rounds."""
-    fig, axes = plt.subplots(1, 3, figsize=(17, 3.8))
-    plot_method_curves(axes[0], table, "test_loss")
+    """Chapter Fig. 10.3: local test loss (every method and reference, log scale; the
+    compared methods alone, linear scale: the oracles stretch the log axis and squeeze them
+    into one band), BiG-FL's UL loss at the LL models, and the UL loss lowered by the learnt
+    phi, against rounds."""
+    fig, axes = plt.subplots(1, 4, figsize=(22, 3.8))
+    order = plot_method_curves(axes[0], table, "test_loss")
     axes[0].set_ylabel("local test loss")
     axes[0].set_yscale("log")  # the oracle ends near 0.1, the methods near 3
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5),
-               fontsize="small")
-    plot_method_curves(axes[1], table, "upper_loss_full")
-    axes[1].set_ylabel("BiG-FL UL loss (10.14) at the LL models")
-    plot_upper_level_gain(axes[2], table)
-    axes[2].set_title("UL loss lowered by the learnt phi", fontsize="medium")
+    axes[0].set_title("every method, log scale", fontsize="medium")
+    compared = [m for m in order if m not in (ORACLE, CLUSTER_ORACLE)]
+    plot_method_curves(axes[1], table, "test_loss", methods=compared)
+    axes[1].set_ylabel("local test loss")
+    axes[1].set_title("the compared methods, linear scale", fontsize="medium")
+    plot_method_curves(axes[2], table, "upper_loss_full")
+    axes[2].set_ylabel("BiG-FL UL loss (10.14) at the LL models")
+    plot_upper_level_gain(axes[3], table)
+    axes[3].set_title("UL loss lowered by the learnt phi", fontsize="medium")
     fig.tight_layout()
+    _figure_legend(fig, axes)
     return fig
 
 
@@ -254,9 +288,9 @@ def fig10_4_reviews_nlp(table: pd.DataFrame) -> plt.Figure:
     for ax, label in zip(axes, ["test loss (nats per token)", "test perplexity"], strict=True):
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    _legend_outside(axes[1])
     fig.suptitle("Next-word prediction on 16 review domains (chapter Fig 10.4)")
     fig.tight_layout()
+    _figure_legend(fig, axes)  # with both panels' notes of curves lying on others
     return fig
 
 
@@ -301,27 +335,47 @@ def fesem_clusters(table: pd.DataFrame) -> pd.Series | str:
     return clusters.groupby("value")["domain"].apply(lambda d: ", ".join(d)) if len(clusters) else "FeSEM not run"
 
 
+#: Table 10.2's columns under the paper's names ("Sentences", "Avg Length", "Unique/Total
+#: words"; of :func:`~.reviews.stats_frame`'s columns), published and recomputed side by side.
+TABLE_10_2_COLUMNS = {
+    "dataset": "Dataset",
+    "documents (published)": "Sentences (published)",
+    "documents": "Sentences (recomputed: lines)",
+    "avg length (published)": "Avg Length (published)",
+    "avg length, whitespace tokens": "Avg Length (recomputed: whitespace tokens)",
+    "avg length, without punctuation": "Avg Length (recomputed: without punctuation)",
+    "unique words (published)": "Unique words (published, of 63,144 total)",
+    "unique words, whitespace tokens": "Unique words (recomputed: whitespace tokens)",
+    "unique words, lowercased, without punctuation": "Unique words (recomputed: lowercased, without punctuation)",
+}
+
+
 def review_stats_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Chapter Table 10.2 as a tidy table, one row per domain in the paper's order: the
-    published columns and the recomputed ones beside them, with the relative differences of
-    the average lengths and the vocabularies (:func:`review_stats` styles it)."""
+    """Chapter Table 10.2 as a tidy table, one row per domain in the paper's order, under the
+    paper's column names (``Sentences``, ``Avg Length``, ``Unique words``): the published
+    columns and the recomputed ones beside them, with the relative difference of the average
+    length and the ratio of the recomputed vocabularies to the published one (both
+    tokenisations; :func:`review_stats` styles it)."""
     from .reviews import stats_frame
 
     frame = stats_frame(table)
-    frame["avg length: difference"] = frame["avg length, whitespace tokens"] / frame["avg length (published)"] - 1
-    frame["unique words: difference"] = (frame["unique words, whitespace tokens"] / frame["unique words (published)"]
-                                         - 1)
-    return frame.rename_axis("domain").reset_index()
+    published = frame["unique words (published)"]
+    frame["Avg Length: difference"] = frame["avg length, whitespace tokens"] / frame["avg length (published)"] - 1
+    frame["Unique words: recomputed / published (whitespace tokens)"] = (
+        frame["unique words, whitespace tokens"] / published)
+    frame["Unique words: recomputed / published (lowercased, without punctuation)"] = (
+        frame["unique words, lowercased, without punctuation"] / published)
+    return frame.rename(columns=TABLE_10_2_COLUMNS).rename_axis("domain").reset_index()
 
 
 def review_stats(table: pd.DataFrame) -> Any:
     """Chapter Table 10.2 recomputed beside the published values, with the relative
-    differences of the average lengths and the vocabularies (a pandas Styler)."""
+    difference of the average lengths and the ratios of the vocabularies (a pandas Styler)."""
     frame = review_stats_table(table).set_index("domain")
     formats = {c: "{:+.1%}" for c in frame.columns if "difference" in c}
-    formats |= {c: "{:,.1f}" for c in frame.columns if "avg length" in c and "difference" not in c}
-    formats |= {c: "{:,.0f}" for c in frame.columns
-                if ("documents" in c or "unique" in c) and "difference" not in c}
+    formats |= {c: "{:.2f}x" for c in frame.columns if "/ published" in c}
+    formats |= {c: "{:,.1f}" for c in frame.columns if c.startswith("Avg Length (")}
+    formats |= {c: "{:,.0f}" for c in frame.columns if c.startswith(("Sentences (", "Unique words ("))}
     return escaped_style(frame).format(formats, escape="html")
 
 

@@ -27,12 +27,9 @@ from ...datasets.reviews import (
     review_files,
 )
 from ...io import Paths
-from ..claims import exact
-from ..registry import Claim
 
 __all__ = [
     "corpus_inputs",
-    "review_stats_claims",
     "run_review_stats",
 ]
 
@@ -91,7 +88,7 @@ def run_review_stats(params: Params, setting: str, seed: int, base_seed: int, *,
     return pd.DataFrame.from_records(records)
 
 
-# ------------------------------------------------------------------------------ claims
+# ------------------------------------------------------------- reading the table back
 
 
 def _values(table: pd.DataFrame, source: str, metric: str) -> pd.Series:
@@ -116,42 +113,3 @@ def stats_frame(table: pd.DataFrame) -> pd.DataFrame:
     frame.insert(0, "dataset", names)
     order = [d for d in DOMAINS if d in frame.index]
     return frame.loc[order]
-
-
-def review_stats_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Table 10.2 of Lu, Xing & Yu (target gfl_table10_2_review_stats): rows, document counts, verbatim values,
-    average lengths within 25 %."""
-    frame = stats_frame(table)
-    domains = list(frame.index)
-    docs_equal = {d: frame.loc[d, "documents"] == frame.loc[d, "documents (published)"] for d in domains}
-    verbatim_bad = []
-    for d, row in PUBLISHED_TABLE_10_2.items():
-        if d not in frame.index:
-            verbatim_bad.append(f"{d} missing")
-            continue
-        got = (frame.loc[d, "dataset"], frame.loc[d, "documents (published)"],
-               frame.loc[d, "avg length (published)"], frame.loc[d, "unique words (published)"])
-        if got != (row.dataset, row.sentences, row.avg_length, row.unique_words):
-            verbatim_bad.append(f"{d}: {got}")
-    totals = set(_values(table, "published", "total_words").astype(int))
-    if totals != {PUBLISHED_TOTAL_WORDS}:
-        verbatim_bad.append(f"total words {sorted(totals)}")
-    rel = (frame["avg length, whitespace tokens"] / frame["avg length (published)"] - 1.0)
-    within = rel.abs() <= 0.25
-    worst = rel.abs().idxmax() if len(rel) else None
-    mismatched = [f"{d}: {frame.loc[d, 'documents']:.0f} vs {frame.loc[d, 'documents (published)']:.0f}"
-                  for d, ok in docs_equal.items() if not ok]
-    return [
-        exact("16 rows", len(domains) == 16 and set(domains) == set(DOMAINS),
-              f"{len(domains)} domains in the table"),
-        exact("recomputed document counts equal the published ones in every domain",
-              len(domains) == 16 and all(docs_equal.values()),
-              "all 16 equal (train + test lines)" if not mismatched else "differ: " + "; ".join(mismatched)),
-        exact("published columns verbatim", not verbatim_bad,
-              "names, sentences, average lengths, unique words and the total 63,144 as printed"
-              if not verbatim_bad else "differ: " + "; ".join(verbatim_bad)),
-        exact("recomputed average length within 25 % of the published one in every domain",
-              bool(len(rel) == 16 and within.all()),
-              (f"largest relative difference {rel[worst]:+.1%} ({worst}); range "
-               f"{rel.min():+.1%} .. {rel.max():+.1%}") if worst is not None else "no rows"),
-    ]

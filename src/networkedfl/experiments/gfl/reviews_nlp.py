@@ -54,12 +54,10 @@ from ...datasets import (
 from ...datasets.reviews import DOMAINS, LABELLED_SPLITS, PUBLISHED_TABLE_10_2, read_domain
 from ...graphs import EmpiricalGraph, knn_graph
 from ...seeding import generator_for, rng_for
-from ..claims import LOCAL, MEAN, REFERENCES, all_of, below, exact
-from ..registry import Claim
+from ..claims import LOCAL, MEAN
 from ..tuning import VALIDATION_METRIC, split_ragged
-from ._verdicts import below_each, decided, round_values
 from .reviews import corpus_inputs
-from .synthetic import DIAGNOSTICS, decided_references
+from .synthetic import DIAGNOSTICS
 
 __all__ = [
     "METHOD_NAMES",
@@ -67,7 +65,6 @@ __all__ = [
     "ReviewTask",
     "knn_similarity_graph",
     "prepare_review_task",
-    "review_nlp_claims",
     "review_nlp_inputs",
     "review_nlp_settings",
     "review_task",
@@ -149,6 +146,21 @@ def _local_steps(params: Params, train: Sequence[np.ndarray]) -> int:
     return int(steps)
 
 
+@functools.lru_cache(maxsize=1)
+def _documents(corpus: tuple[str, ...] | str, domains: tuple[str, ...],
+               limit: int | None) -> tuple[list[list[list[str]]], list[list[list[str]]]]:
+    """Every domain's lowercased training documents and its first ``limit`` test documents,
+    read and tokenised once per process (the seeds of a job differ in their draws, not in
+    the corpus: about a second of a seed's task).  Shared: the callers only read them."""
+    train_docs, test_docs = [], []
+    for domain in domains:
+        files = read_domain(corpus, domain, LABELLED_SPLITS)
+        train_docs.append(files["train"].tokens(lowercase=True))
+        test = files["test"].tokens(lowercase=True)
+        test_docs.append(test if limit is None else test[:limit])
+    return train_docs, test_docs
+
+
 def prepare_review_task(
     params: Params,
     corpus: Sequence[str] | str,
@@ -171,13 +183,9 @@ def prepare_review_task(
         Real GloVe vectors replace the PPMI-SVD embedding when given.
     """
     domains = tuple(params.get("domains") or DOMAINS)
-    train_docs, test_docs = [], []
     limit = params.get("test_documents")
-    for domain in domains:
-        files = read_domain(corpus, domain, LABELLED_SPLITS)
-        train_docs.append(files["train"].tokens(lowercase=True))
-        test = files["test"].tokens(lowercase=True)
-        test_docs.append(test if limit is None else test[: int(limit)])
+    files = str(corpus) if isinstance(corpus, str | os.PathLike) else tuple(map(str, corpus))
+    train_docs, test_docs = _documents(files, domains, None if limit is None else int(limit))
     vocabulary = build_vocabulary((doc for docs in train_docs for doc in docs),
                                   max_size=params.get("vocab_size"))
     v, length = len(vocabulary), int(params["window"])
@@ -464,32 +472,6 @@ def _describe_task(task: ReviewTask, add: Any) -> None:
         add(0, "trainable_rows", int(task.present[i].sum()), domain)
     for (a, b), weight in zip(task.graph.edges, task.graph.weights, strict=True):
         add(0, "edge_weight", weight, task.domains[a], neighbour=task.domains[b])
-
-
-# ------------------------------------------------------------------------------ claims
-
-
-def review_nlp_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 10.4 of Lu, Xing & Yu (target gfl_fig10_4_reviews_nlp), decided per seed
-    (:mod:`~networkedfl.experiments.claims`): the final test losses (mean over the 16
-    domains of each seed) compared on the log scale, paired by seed (the methods of a seed
-    share its task, start and mini-batch stream), and the reference checks without an
-    oracle (:func:`~networkedfl.experiments.claims.reference_claims`)."""
-    final, start = round_values(table, "test_loss"), round_values(table, "test_loss", at="first")
-    if final.empty:
-        return [exact("test losses recorded", False, "no test_loss rows in the table")]
-    methods = [m for m in final.columns if m != MEAN]
-    texts = ("every method ends below its round-0 test loss", "BiG-FL ends lowest",
-             "FeSEM ends below FedAvg and DFL")
-    claims = [decided(texts[0], lambda: all_of(texts[0], [
-        below(m, final[m], start[m], what="final / round 0") for m in methods]), [final, start])]
-    if "BiG-FL" in final.columns:
-        others = [m for m in final.columns if m not in ("BiG-FL", *REFERENCES)]
-        claims.append(decided(texts[1], lambda: all_of(texts[1], below_each(final, "BiG-FL", others)), [final]))
-    if "FeSEM" in final.columns:
-        rivals = ("FedAvg", "DFL-SGD", "DFL-GT")
-        claims.append(decided(texts[2], lambda: all_of(texts[2], below_each(final, "FeSEM", rivals)), [final]))
-    return claims + decided_references(final, oracle=None)
 
 
 def published_name(domain: str) -> str:

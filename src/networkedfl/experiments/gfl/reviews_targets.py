@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..registry import register_target
-from .reviews import review_stats_claims, review_stats_inputs, run_review_stats
+from .claims import review_nlp_claims, review_stats_claims
+from .reviews import review_stats_inputs, run_review_stats
 from .reviews_nlp import (
     METHOD_NAMES,
-    review_nlp_claims,
     review_nlp_inputs,
     review_nlp_settings,
     run_review_nlp,

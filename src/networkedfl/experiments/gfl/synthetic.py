@@ -35,23 +35,14 @@ from ...datasets import (
 )
 from ...graphs import EmpiricalGraph, ring
 from ...seeding import generator_for, rng_for
-from ..claims import (
-    CLUSTER_ORACLE,
-    LOCAL,
-    MEAN,
-    ORACLE,
-    REFERENCES,
-    all_of,
-    below,
-    check_all,
-    exact,
-    reference_claims,
-    threshold,
+from ..baselines import (
+    EXTRA_BASELINES,
+    baseline_options,
+    extra_baselines,
+    run_baseline,
 )
-from ..claims import claim as claim_of
-from ..registry import Claim
+from ..claims import CLUSTER_ORACLE, LOCAL, MEAN, ORACLE
 from ..tuning import VALIDATION_METRIC, evaluation_data
-from ._verdicts import below_each, decided, round_values, seed_curves
 
 __all__ = [
     "DIAGNOSTICS",
@@ -60,8 +51,7 @@ __all__ = [
     "SyntheticInstance",
     "TABLE_10_1",
     "VALIDATION_MODES",
-    "dfl_claims",
-    "homologous_graphs_claims",
+    "baseline_epochs",
     "layer_shapes",
     "method_settings",
     "mlp",
@@ -70,10 +60,7 @@ __all__ = [
     "run_settings_table",
     "run_synthetic",
     "settings_rows",
-    "settings_table_claims",
-    "synthetic_claims",
     "synthetic_instance",
-    "upper_level_claims",
     "upper_level_gain",
     "validation_instance",
 ]
@@ -88,7 +75,7 @@ DIAGNOSTICS = ("upper_loss", "upper_loss_full", "upper_loss_identity", "upper_st
                "hypergradient_norm", "phi_distance", "consensus_distance")
 METHOD_NAMES = {"fedavg": "FedAvg", "dfl_sgd": "DFL-SGD", "dfl_gt": "DFL-GT", "fesem": "FeSEM",
                 "bigfl": "BiG-FL", "local": LOCAL, "oracle": ORACLE, "mean": MEAN,
-                "cluster_oracle": CLUSTER_ORACLE}
+                "cluster_oracle": CLUSTER_ORACLE, **EXTRA_BASELINES}
 
 
 # ------------------------------------------------------------------------------- model
@@ -165,11 +152,26 @@ def _torch_setup(params: Params) -> tuple[Any, Any, Any]:
 
 
 def method_settings(params: Params) -> list[str]:
-    """One job per configured method."""
-    unknown = [m for m in params["methods"] if m not in METHOD_NAMES]
+    """One job per configured method, then one per extra baseline (``extra_baselines``,
+    :mod:`~networkedfl.experiments.baselines`)."""
+    unknown = [m for m in params["methods"] if m not in METHOD_NAMES or m in EXTRA_BASELINES]
     if unknown:
-        raise ValueError(f"unknown methods {unknown}; expected some of {list(METHOD_NAMES)}")
-    return list(params["methods"])
+        raise ValueError(f"unknown methods {unknown}; expected some of "
+                         f"{[m for m in METHOD_NAMES if m not in EXTRA_BASELINES]}")
+    return [*params["methods"], *extra_baselines(params)]
+
+
+def baseline_epochs(local_steps: int, batch_size: int, n_samples: int) -> int:
+    """The epochs of an extra baseline (whose local work is counted in epochs of
+    ``ceil(n_samples / batch_size)`` mini-batch steps) that make the ``local_steps`` steps of
+    the figure's other methods; a :class:`ValueError` when no whole number of epochs does."""
+    per_epoch = math.ceil(n_samples / batch_size)
+    if local_steps % per_epoch:
+        raise ValueError(f"extra baselines count local work in epochs of {per_epoch} steps "
+                         f"(ceil({n_samples} samples / batch_size {batch_size})): local_steps "
+                         f"{local_steps} is not a whole number of epochs; set batch_size >= {n_samples} "
+                         f"(full batch) or local_steps a multiple of {per_epoch}")
+    return local_steps // per_epoch
 
 
 # ------------------------------------------------------------------ Fig. 10.1 (DFL)
@@ -269,75 +271,6 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
         for row in result.history:
             add(int(row["round"]), "consensus_distance", row["consensus_distance"])
     return pd.DataFrame.from_records(records)
-
-
-#: The methods of Fig. 10.1, in the order the chapter ranks their speed.
-DFL_ORDER = ("FedAvg", "DFL-GT", "DFL-SGD")
-
-
-def _first_rounds(curves: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
-    """Per seed (rows) and method: the first round whose loss is at most ``1.1 L*``, with
-    ``L*`` the seed's largest final loss among ``methods`` (one past the last round if never)."""
-    rows = {}
-    for seed, block in curves.groupby(level="seed"):
-        c = block.droplevel("seed")[list(methods)]
-        finals = c.iloc[-1].to_numpy(float)
-        l_star = float(np.max(finals[np.isfinite(finals)])) if np.isfinite(finals).any() else math.inf
-        rows[seed] = {m: float(c.index[np.flatnonzero(c[m].to_numpy() <= 1.1 * l_star)[0]])
-                      if (c[m].to_numpy() <= 1.1 * l_star).any() else float(c.index[-1] + 1) for m in methods}
-    return pd.DataFrame.from_dict(rows, orient="index")
-
-
-def _log_areas(curves: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
-    """Per seed (rows) and method: the area under the log test loss against rounds
-    (trapezoids; ``inf`` for a curve that diverged)."""
-    rows = {}
-    for seed, block in curves.groupby(level="seed"):
-        c = block.droplevel("seed")
-        with np.errstate(all="ignore"):
-            rows[seed] = {m: float(np.trapezoid(np.log(c[m].to_numpy(float)), c.index.to_numpy(float)))
-                          for m in methods}
-    return pd.DataFrame.from_dict(rows, orient="index").replace(-math.inf, math.nan).fillna(math.inf)
-
-
-def dfl_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 10.1 [paper: FedAvg fastest; DFL-GT faster than DFL-SGD], decided per seed
-    (:mod:`~networkedfl.experiments.claims`; the methods share a seed's data and start):
-    the first round within 10 % of the slowest method's final loss (paired differences in
-    rounds), the area under the log-loss curve (paired differences), each method's final
-    against its initial loss (log scale), and the reference checks
-    (:func:`~networkedfl.experiments.claims.reference_claims`)."""
-    curves = seed_curves(table, "test_loss")
-    order = [m for m in DFL_ORDER if m in curves.columns]
-    pairs = list(zip(order[:-1], order[1:], strict=True))
-    first, area = _first_rounds(curves, order), _log_areas(curves, order)
-    final, start = round_values(table, "test_loss"), round_values(table, "test_loss", at="first")
-    texts = ("with L* the largest final loss of the three, the first round with loss <= 1.1 L* "
-             "is ordered FedAvg <= DFL-GT <= DFL-SGD",
-             "the area under the log-loss curve is smallest for FedAvg and smaller for DFL-GT than DFL-SGD",
-             "every method ends below its initial loss")
-    return [
-        decided(texts[0], lambda: all_of(texts[0], [
-            below(f"{a} <= {b}", first[a], first[b], scale="linear", strict=False,
-                  what=f"first round {a} - {b} (L* per seed)") for a, b in pairs]), [first]),
-        decided(texts[1], lambda: all_of(texts[1], [
-            below(f"{a} < {b}", area[a], area[b], scale="linear", what=f"area {a} - {b}")
-            for a, b in [("FedAvg", "DFL-SGD"), *pairs] if a in area and b in area]), [area]),
-        decided(texts[2], lambda: all_of(texts[2], [
-            below(m, final[m], start[m], what="final / initial") for m in order]), [final[order]]),
-        *decided_references(final),
-    ]
-
-
-def decided_references(final: pd.DataFrame, *, oracle: str | None = ORACLE) -> list[Claim]:
-    """:func:`~networkedfl.experiments.claims.reference_claims` on the per-seed final losses
-    (rows seeds, columns methods); inconclusive, and saying why, where a run diverged."""
-    if np.isfinite(final.to_numpy(float)).all():
-        return reference_claims(final, oracle=oracle)
-    texts = ["[reference] every method ends below the predict-the-mean loss"] if MEAN in final.columns else []
-    if oracle is not None and oracle in final.columns:
-        texts.append(f"[reference] the {oracle.lower()} reference ends below every method")
-    return [decided(text, lambda: exact("", False, ""), [final]) for text in texts]
 
 
 # ------------------------------------------------------- the shared synthetic instance
@@ -538,6 +471,11 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
                        n_negatives=int(bs["n_negatives"]), neumann_terms=int(bs["neumann_terms"]),
                        diagnostics=params.get("validation_fraction") is None,  # not read in tuning
                        **common)
+    elif setting in EXTRA_BASELINES:  # FedProx, SCAFFOLD, FedAdam, FedYogi, Ditto: not the chapter's
+        epochs = baseline_epochs(int(params["local_steps"]), int(params["batch_size"]), x_train.shape[1])
+        options = {k: v for k, v in common.items() if k != "local_steps"}
+        result = run_baseline(setting, model, data, baseline_options(setting, params), lr=lr,
+                              local_epochs=epochs, **options)
     else:
         raise ValueError(f"{experiment_id} has no method {setting!r}")
     for row in result.history:
@@ -563,30 +501,6 @@ def _adjusted_rand(labels: np.ndarray, truth: np.ndarray) -> float:
     return 1.0 if top == 0 else float((index - expected) / top)
 
 
-#: Fig. 10.3's consensus methods (the chapter: "consensus methods worst").
-CONSENSUS = ("FedAvg", "DFL-SGD", "DFL-GT")
-
-
-def synthetic_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Fig. 10.3 [paper: consensus methods worst, FeSEM better, BiG-FL best]: the final test
-    losses compared per seed (paired: the methods share a seed's instance and start; log
-    scale, the effect a ratio), the reference checks
-    (:func:`~networkedfl.experiments.claims.reference_claims`) and BiG-FL's UL diagnostics
-    (:func:`upper_level_claims`)."""
-    final = round_values(table, "test_loss")
-    rows = table[table["metric"] == "test_loss"]
-    last = int(rows["round"].max()) if len(rows) else 0
-    others = [m for m in final.columns if m not in ("BiG-FL", *REFERENCES)]
-    texts = (f"BiG-FL ends (round {last}) with the lowest test loss",
-             "FeSEM ends below FedAvg and both DFL variants")
-    return [
-        decided(texts[0], lambda: all_of(texts[0], below_each(final, "BiG-FL", others)), [final]),
-        decided(texts[1], lambda: all_of(texts[1], below_each(final, "FeSEM", CONSENSUS)), [final]),
-        *decided_references(final),
-        *upper_level_claims(table),
-    ]
-
-
 def _upper_level_gains(table: pd.DataFrame) -> pd.DataFrame:
     """BiG-FL's UL gain ``f(phi^t, Theta^t) - f(I, Theta^t)``: index ``(seed, round)``."""
     rows = table[table["metric"].isin(["upper_loss_full", "upper_loss_identity"])]
@@ -604,38 +518,6 @@ def upper_level_gain(table: pd.DataFrame) -> pd.Series:
     if gains.empty:
         return pd.Series(dtype=float)
     return gains["gain"].groupby(level="round").mean().sort_index()
-
-
-def _ends(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, str]:
-    """Per seed: the first and the last recorded value of ``column`` of a ``(seed, round)``
-    frame, and the rounds they are at."""
-    groups = frame[column].groupby(level="seed")
-    first, last = groups.first(), groups.last()
-    rounds = frame.index.get_level_values("round")
-    return first.to_numpy(float), last.to_numpy(float), f"rounds {int(rounds.min())} -> {int(rounds.max())}"
-
-
-def upper_level_claims(table: pd.DataFrame) -> list[Claim]:
-    """[diagnostic] The UL steps of BiG-FL lower the UL loss (10.14), issue 17 item 3,
-    decided per seed (linear scale: the differences of a loss that starts at 1)."""
-    gains = _upper_level_gains(table)
-    if gains.empty:
-        return []
-    claims = []
-    recorded = seed_curves(table, "upper_loss")
-    if "BiG-FL" in recorded.columns:
-        text = "[diagnostic] BiG-FL's recorded UL loss (10.14) at the LL iterate ends below its round-1 value"
-        first, last, span = _ends(recorded.dropna(subset=["BiG-FL"]), "BiG-FL")
-        claims.append(decided(text, lambda: claim_of(text, below(
-            "UL loss", last, first, scale="linear", what=f"UL loss, last - first ({span})")), [recorded[["BiG-FL"]]]))
-    text = ("[diagnostic] BiG-FL's UL steps lower the UL loss (10.14): at the round's LL models "
-            "the learnt phi gives a lower loss than phi = I, by more at the end than after round 1")
-    first, last, span = _ends(gains, "gain")
-    claims.append(decided(text, lambda: all_of(text, [
-        threshold("final gain below 0", last, lt=0.0, what=f"f(phi, Theta) - f(I, Theta) at the end ({span})"),
-        below("final gain below the first", last, first, scale="linear", what="gain, last - first"),
-    ]), [gains]))
-    return claims
 
 
 # ------------------------------------------------------- Fig. 10.2 (homologous graphs)
@@ -694,40 +576,6 @@ def run_homologous_graphs(params: Params, setting: str, seed: int, base_seed: in
     table = pd.DataFrame.from_records(rows)
     table["seed"] = seed
     return table
-
-
-def homologous_graphs_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    spec = params["synthetic"]
-    n, k = int(spec["n_nodes"]), int(spec["n_neighbours"])
-    nodes = table[(table["element"] == "node") & (table["metric"] == "x")]
-    edges = table[table["element"] == "edge"]
-    sizes, degree_ok = {}, {}
-    for g in ("train", "test"):
-        sizes[g] = int(nodes[nodes["graph"] == g]["node"].nunique())
-        e = edges[edges["graph"] == g]
-        deg = np.bincount(np.concatenate([e["source"].astype(int), e["target"].astype(int)]), minlength=n)
-        degree_ok[g] = bool(sizes[g] == n and deg.min() >= k)
-    dist = table[table["element"] == "component_distance"]
-    nearest = {}
-    for (g, comp), block in dist.groupby(["graph", "component"]):
-        nearest[f"{g} component {int(comp)}"] = int(block.loc[block["value"].idxmin(), "centre"]) == int(comp)
-    seed = int(table["seed"].iloc[0])
-    base_seed = int(table[table["element"] == "base_seed"]["value"].iloc[0])
-    inst = synthetic_instance(spec, seed, base_seed)
-    same = {}
-    for g, graph in (("train", inst.graphs.train_graph), ("test", inst.graphs.test_graph)):
-        e = edges[edges["graph"] == g]
-        got = {(int(a), int(b)) for a, b in zip(e["source"], e["target"], strict=True)}
-        same[f"{g} edges"] = got == {(int(a), int(b)) for a, b in graph.edges}
-        comp = nodes[nodes["graph"] == g].sort_values("node")["component"].astype(int).to_numpy()
-        same[f"{g} node components"] = bool(np.array_equal(comp, inst.graphs.components))
-    return [
-        check_all(f"both graphs have {n} nodes, each with >= {k} neighbours", degree_ok,
-                  {g: f"{sizes[g]} nodes" for g in sizes}),
-        check_all("same mixture centres: in both graphs each component's node mean is nearest "
-                  "its own (shared) centre", nearest),
-        check_all(f"nodes and edges equal those {SYNTHETIC_ID} uses (instance of seed {seed})", same),
-    ]
 
 
 # ------------------------------------------------------------------- Table 10.1
@@ -789,25 +637,3 @@ def run_settings_table(params: Params, setting: str, seed: int, base_seed: int, 
                         "provenance": "paper" if value == paper else "choice",
                         "metric": "setting", "value": value, "seed": seed})
     return pd.DataFrame.from_records(records)
-
-
-def settings_table_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    expected = settings_rows(params["synthetic"])
-    rows = {(r.group, r.item): r for r in table.itertuples()}
-    missing = [f"{g} / {i}" for g, i, _ in TABLE_10_1 if (g, i) not in rows]
-    present = [(g, i) for g, i, _ in TABLE_10_1 if (g, i) in rows]
-    wrong = [f"{g} / {i}: {rows[(g, i)].value} vs {expected[(g, i)]}" for g, i in present
-             if str(rows[(g, i)].value) != expected[(g, i)]]
-    flags = [f"{g} / {i}" for g, i in present
-             if (str(rows[(g, i)].value) != str(rows[(g, i)].paper)) != (rows[(g, i)].provenance == "choice")]
-    choices = [f"{g} / {i} = {rows[(g, i)].value} (paper {rows[(g, i)].paper})" for g, i in present
-               if rows[(g, i)].provenance == "choice"]
-    return [
-        exact("every row of Table 10.1 is present", not missing,
-              f"all {len(TABLE_10_1)} rows" if not missing else f"missing: {missing}"),
-        exact(f"each value equals the {SYNTHETIC_ID} configuration", not wrong and not missing,
-              "all values match" if not wrong else f"differ: {wrong}"),
-        exact("values differing from the paper's are flagged as choices", not flags,
-              ("no value differs from the paper" if not choices else "choices: " + "; ".join(choices))
-              if not flags else f"wrongly flagged: {flags}"),
-    ]

@@ -30,15 +30,13 @@ import numpy as np
 import pandas as pd
 
 from ...io import Paths
-from ..claims import above, any_of, below, exact, seed_values
-from ..registry import Claim, Experiment, register
 from ..variants import variant_params
 from .linear import grid_points, linear_settings, run_gtv_linear
 from .mnist import ALL_METHODS, run_mnist
 from .mnist_graph import graph_file, graph_names, mnist_train_files
 
-__all__ = ["ablation_claims", "ablation_inputs", "ablation_settings", "ablation_switches", "headline_per_seed",
-           "run_quirk_ablation", "source_rows", "switched_params", "switches_ran"]
+__all__ = ["ablation_inputs", "ablation_settings", "ablation_switches", "headline_per_seed",
+           "run_quirk_ablation", "source_rows", "switched_params"]
 
 Params = Mapping[str, Any]
 
@@ -182,50 +180,3 @@ def headline_per_seed(table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=["case", "switch", "seed", "value", "quantity"])
 
-
-def switches_ran(table: pd.DataFrame, params: Params, unit: str) -> Claim:
-    """The check both ablations open with (linear and MNIST): every (case, switch) of
-    :func:`ablation_switches` has rows in ``table``; the detail counts them in ``unit``
-    (``runs``, ``jobs``) or names the missing ones."""
-    expected = {(c, s) for c, case in params["cases"].items() for s in ablation_switches(case)}
-    missing = sorted(expected - set(zip(table["case"], table["switch"], strict=True)))
-    return exact("[diagnostic] every notebook option of each case's published variant is switched on its own",
-                 not missing, "missing: " + ", ".join(f"{c}.{s}" for c, s in missing) if missing
-                 else f"{len(expected)} (case, switch) {unit}")
-
-
-def ablation_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Checks of the ablation itself (it is not in the paper): every switch ran, and in each
-    case the two ends (published, paper) differ in their headline number
-    (:func:`headline_per_seed`), two-sided, paired by seed (both variants draw from the same
-    streams).  MSEs are compared on the log scale, accuracies linearly."""
-    claims = [switches_ran(table, params, "runs")]
-    heads = headline_per_seed(table)
-    for case in params["cases"]:
-        rows = heads[heads["case"] == case]
-        wide = rows.pivot_table(index="seed", columns="switch", values="value")
-        if not {"published", "paper"} <= set(wide.columns):
-            continue
-        scale = "log" if "MSE" in str(rows["quantity"].iloc[0]) else "linear"
-        pub, paper = seed_values(wide, "published", "paper")
-        what = "published / paper" if scale == "log" else "published - paper"
-        # "differ": one of the two one-sided cases holds at the Bonferroni level 97.5 %,
-        # i.e. the two-sided 95 % interval excludes no difference
-        claims.append(any_of(f"[diagnostic] {case}: the published and paper variants give different headline "
-                             f"numbers ({rows['quantity'].iloc[0]})",
-                             [below("published below paper", pub, paper, scale=scale, what=what),
-                              above("published above paper", pub, paper, scale=scale, what=what)]))
-    return claims
-
-
-register(Experiment(
-    id="gtv_quirk_ablation", kind="figure", source="GTV (issue 16; not in the paper)",
-    title="Notebook behaviours switched one at a time: effect on Fig. 9 and Table I",
-    run=run_quirk_ablation, claims=ablation_claims, settings=ablation_settings, inputs=ablation_inputs,
-    # those of its cases' sources, gtv_fig09_sbm_sampling and gtv_table1_highdim_sbm
-    deviations=("two-variants", "step-sizes", "label-noise-per-point", "local-loss-average",
-                "mocha-dual-step", "parameter-mse", "sbm-iterations", "sbm-sampler", "sampling-set",
-                "claims-means", "memory-layout", "ifca-linear", "table1-fig02-setup",
-                "linear-test-profile"),
-    order=17, schema="quirk_ablation", ablation_of=("gtv_fig09_sbm_sampling", "gtv_table1_highdim_sbm"),
-))

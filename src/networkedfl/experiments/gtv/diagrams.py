@@ -12,22 +12,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from ...graphs import EmpiricalGraph, cluster_graph, star, stochastic_block_model
 from ...gtv import cluster_weights_per_node, linear_model_data
 from ...seeding import rng_for
-from ..claims import check_all, exact
-from ..registry import Claim
 
 __all__ = [
-    "cluster_graph_claims",
-    "empirical_graph_claims",
     "run_cluster_graph",
     "run_empirical_graph",
     "run_star_graph",
-    "star_graph_claims",
 ]
 
 Params = Mapping[str, Any]
@@ -119,7 +112,7 @@ def run_star_graph(
     return table
 
 
-# ----------------------------------------------------------------------------- claims
+# ------------------------------------------------------------- reading the table back
 
 def _nodes(table: pd.DataFrame, graph: str) -> pd.DataFrame:
     rows = table[(table["graph"] == graph) & (table["element"] == "node") & (table["metric"] == "x")]
@@ -130,65 +123,3 @@ def _edges(table: pd.DataFrame, graph: str) -> pd.DataFrame:
     rows = table[(table["graph"] == graph) & (table["element"] == "edge")]
     out = rows[["source", "target", "value"]].rename(columns={"value": "weight"})
     return out.astype({"source": int, "target": int})
-
-
-def _is_connected(n: int, edges: pd.DataFrame) -> bool:
-    adj = sp.coo_matrix((np.ones(len(edges)), (edges["source"], edges["target"])), shape=(n, n))
-    return connected_components(adj, directed=False)[0] == 1
-
-
-def empirical_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    nodes, edges = _nodes(table, "empirical"), _edges(table, "empirical")
-    n_expected = sum(params["cluster_sizes"])
-    k_expected = len(params["cluster_sizes"])
-    clusters = nodes.set_index("node")["cluster"]
-    intra = int((clusters[edges["source"]].to_numpy() == clusters[edges["target"]].to_numpy()).sum())
-    samples = table[(table["element"] == "sample") & (table["metric"] == "label")]
-    per_node = samples.groupby("node").size().reindex(nodes["node"], fill_value=0)
-    return [
-        exact(f"{n_expected} nodes in {k_expected} clusters, connected",
-              len(nodes) == n_expected and clusters.nunique() == k_expected and _is_connected(len(nodes), edges),
-              f"{len(nodes)} nodes, {clusters.nunique()} clusters, {len(edges)} edges"),
-        exact("every node has data", bool((per_node > 0).all()),
-              f"data points per node: min {per_node.min()}, max {per_node.max()}"),
-        exact("more intra- than inter-cluster edges", intra > len(edges) - intra,
-              f"{intra} intra, {len(edges) - intra} inter"),
-    ]
-
-
-def cluster_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    nodes, edges = _nodes(table, "empirical"), _edges(table, "empirical")
-    cnodes, cedges = _nodes(table, "cluster"), _edges(table, "cluster")
-    label = nodes.set_index("node")["cluster"]
-    a, b = label[edges["source"]].to_numpy(), label[edges["target"]].to_numpy()
-    between = a != b
-    expected = (
-        pd.DataFrame({"source": np.minimum(a, b)[between], "target": np.maximum(a, b)[between],
-                      "weight": edges["weight"].to_numpy()[between]})
-        .groupby(["source", "target"])["weight"].sum()
-    )
-    got = cedges.set_index(["source", "target"])["weight"]
-    sums = {f"{s}-{t}": bool(np.isclose(got.get((s, t), np.nan), w)) for (s, t), w in expected.items()}
-    return [
-        exact("one node per cluster", len(cnodes) == label.nunique(),
-              f"{len(cnodes)} cluster nodes for {label.nunique()} clusters"),
-        check_all("each cluster edge weight equals the sum of the edges it merges", sums),
-        exact("a cluster edge iff an original edge joins the clusters",
-              set(got.index) == set(expected.index),
-              f"{len(got)} cluster edges, {len(expected)} joined cluster pairs"),
-        exact("no self-loops", bool((cedges["source"] != cedges["target"]).all()),
-              f"{int((cedges['source'] == cedges['target']).sum())} self-loops"),
-    ]
-
-
-def star_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    nodes, edges = _nodes(table, "star"), _edges(table, "star")
-    n = int(params["n_nodes"])
-    touches = ((edges["source"] == 0) | (edges["target"] == 0)).all()
-    return [
-        exact(f"{n} nodes and {n - 1} edges, all touching the centre",
-              len(nodes) == n and len(edges) == n - 1 and bool(touches),
-              f"{len(nodes)} nodes, {len(edges)} edges"),
-        exact("all edge weights equal", bool(np.ptp(edges["weight"]) == 0),
-              f"weights in [{edges['weight'].min()}, {edges['weight'].max()}]"),
-    ]

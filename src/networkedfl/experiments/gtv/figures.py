@@ -26,6 +26,7 @@ from ...plotting import (
     plot_sweep,
     sweep_summary,
 )
+from ..baselines import EXTRA_BASELINES
 from ..report import load_target
 from .linear import METHOD_NAMES
 
@@ -103,36 +104,44 @@ def fig12_star_graph(table: pd.DataFrame) -> plt.Figure:
 
 
 def plot_star_lambda(table: pd.DataFrame, *, seed: int | None = None, fusion_level: float = 1e-3) -> plt.Figure:
-    """GTV Fig. 13: first component of every node's parameters and the spread vs lambda."""
+    """GTV Fig. 13: first component of every node's parameters and the spread vs lambda, with
+    the observed fusion point and Theorem 2's critical lambda of the same draw (metric
+    ``critical_lambda``, :func:`~.star.critical_lambda`) where the table has it.  Every node
+    is named in the legend (the centre black, each leaf a colour of its own); the spread
+    panel's lines are in colours no node has."""
     seed = int(table["seed"].min()) if seed is None else seed
     t = table[table["seed"] == seed]
     w = t[(t["metric"] == "weight") & (t["method"] == "primal_dual") & (t["component"] == 0)]
     local = t[(t["metric"] == "weight") & (t["method"] == "local_least_squares") & (t["component"] == 0)]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 3.8))
     for node, grp in w.groupby("node"):
         grp = grp.sort_values("lam")
-        # the centre in black, each leaf in a colour of its own (10 leaves: tab10)
         colour = "k" if node == 0 else f"C{(int(node) - 1) % 10}"
         ax1.plot(grp["lam"], grp["value"], lw=2.0 if node == 0 else 1.2, color=colour,
-                 label="centre (node 0)" if node == 0 else None, zorder=3 if node == 0 else 2)
+                 label="centre (node 0)" if node == 0 else f"node {int(node)}", zorder=3 if node == 0 else 2)
         ax1.scatter([grp["lam"].min() * 0.6], local.loc[local["node"] == node, "value"], s=12,
                     color=colour, marker="<")
-    ax1.legend(fontsize=8, loc="lower right")
+    ax1.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax1.set_xscale("log")
     ax1.set_xlabel(r"$\lambda$")
     ax1.set_ylabel(r"$\hat{w}_{i,1}$ (triangles: local least squares)")
     s = t[t["metric"] == "spread"].sort_values("lam")
-    ax2.plot(s["lam"], s["value"], marker="o", ms=3)
+    ax2.plot(s["lam"], s["value"], marker="o", ms=3, color="0.2", label=r"spread $s(\lambda)$")
     threshold = fusion_level * s["value"].iloc[0]
-    ax2.axhline(threshold, color="grey", ls="--", lw=1, label=f"{fusion_level:g} s($\\lambda_{{min}}$)")
+    ax2.axhline(threshold, color="0.6", ls="--", lw=1, label=f"{fusion_level:g} s($\\lambda_{{min}}$)")
     fused = s[s["value"] <= threshold]
     if len(fused):
-        ax2.axvline(fused["lam"].iloc[0], color="C3", ls=":", label=rf"$\lambda$ = {fused['lam'].iloc[0]:.3g}")
+        ax2.axvline(fused["lam"].iloc[0], color="0.35", ls=":",
+                    label=rf"observed fusion: $\lambda$ = {fused['lam'].iloc[0]:.3g}")
+    critical = t.loc[t["metric"] == "critical_lambda", "value"]
+    if len(critical):
+        ax2.axvline(float(critical.iloc[0]), color="m", ls="-.", lw=1,
+                    label=rf"Theorem 2: $\lambda^*$ = {float(critical.iloc[0]):.3g}")
     ax2.set_xscale("log")
     ax2.set_yscale("log")
     ax2.set_xlabel(r"$\lambda$")
     ax2.set_ylabel(r"spread $s(\lambda)=\max_i\|\hat w_i-\bar{\hat w}\|$")
-    ax2.legend(fontsize=8)
+    ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
@@ -185,36 +194,52 @@ def _close_pairs(part: pd.DataFrame, x: str, symbol: str, factor: float = 1.5) -
     return notes
 
 
+#: The rows of Fig. 2: the paper's parameter MSE (39), and the label MSE over all nodes that
+#: the authors' notebook (``SBM_experiment_ifca``, "mean total MSE") prints and plots.
+FIG02_METRICS = {"parameter_mse": "parameter MSE (39)", "label_mse": "label MSE (all nodes; the notebook's)"}
+
+
 def fig02_num_clusters(table: pd.DataFrame) -> plt.Figure:
-    """GTV Fig. 2: parameter MSE vs the number of clusters k, Alg. 1 and the baselines (mean ±
-    std over repetitions); one panel per variant, so that no curve hides another's."""
-    stats = sweep_summary(_rows_by_method(table).assign(panel=""), x="n_clusters", curve="method", panel="panel")
+    """GTV Fig. 2: parameter MSE (top) and label MSE (bottom, as the authors' notebook plots
+    it) vs the number of clusters k, Alg. 1 and the baselines (mean ± std over repetitions);
+    one column per variant, so that no curve hides another's."""
+    rows = _rows_by_method(table).assign(panel="")
+    metrics = [m for m in FIG02_METRICS if m in set(rows["metric"])]
     variants = _variant_order(table)
-    fig, axes = plt.subplots(1, len(variants), figsize=(4.8 * len(variants), 4.0), sharey=True, squeeze=False)
-    methods = [m for m in FIG02_STYLES if m in set(stats["method"])]
-    methods += sorted(set(stats["method"]) - set(methods))
-    for ax, variant in zip(axes[0], variants, strict=True):
-        part = stats if variant is None else stats[stats["variant"] == variant]
-        for k, method in enumerate(methods):
-            grp = part[part["method"] == method].sort_values("n_clusters")
-            colour, marker = FIG02_STYLES.get(method, (f"C{(4 + k) % 10}", "v"))
-            std = grp["std"].fillna(0).to_numpy()
-            hollow = method == "fedavg_clusters"
-            ax.errorbar(grp["n_clusters"], grp["mean"], yerr=[np.minimum(std, 0.9 * grp["mean"]), std],
-                        color=colour, marker=marker, ms=8 if hollow else 4, mfc="none" if hollow else colour,
-                        capsize=2, lw=1.4, label=METHOD_NAMES.get(method, method))
-        ax.set_yscale("log")
-        ax.set_xticks(sorted(part["n_clusters"].unique()))
-        notes = _close_pairs(part, "n_clusters", "k")
-        ax.set_xlabel("number of clusters k" + "".join(f"\n({n})" for n in notes))
-        ax.set_title(VARIANT_LABELS.get(variant, "") if variant else "", fontsize=10)
-        ax.grid(alpha=0.3, which="both")
-    axes[0, 0].set_ylabel("parameter MSE (39)")
+    fig, axes = plt.subplots(len(metrics), len(variants), figsize=(4.8 * len(variants), 4.0 * len(metrics)),
+                             sharey="row", squeeze=False)
+    for row, metric in enumerate(metrics):
+        stats = sweep_summary(rows, x="n_clusters", curve="method", panel="panel", metric=metric)
+        methods = [m for m in FIG02_STYLES if m in set(stats["method"])]
+        methods += sorted(set(stats["method"]) - set(methods))
+        for ax, variant in zip(axes[row], variants, strict=True):
+            part = stats if variant is None else stats[stats["variant"] == variant]
+            _fig02_panel(ax, part, methods)
+            ax.set_title(VARIANT_LABELS.get(variant, "") if variant and row == 0 else "", fontsize=10)
+        axes[row, 0].set_ylabel(FIG02_METRICS[metric])
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.suptitle("GTV Fig. 2: parameter MSE (39) vs k, mean ± std over repetitions", fontsize=11)
+    fig.suptitle("GTV Fig. 2: MSE vs k, mean ± std over repetitions", fontsize=11)
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(labels), fontsize=9)
     return fig
+
+
+def _fig02_panel(ax: Any, part: pd.DataFrame, methods: Sequence[str]) -> None:
+    """One panel of Fig. 2: every method's mean ± std vs k (log y), the close pairs named
+    under the x axis."""
+    for k, method in enumerate(methods):
+        grp = part[part["method"] == method].sort_values("n_clusters")
+        colour, marker = FIG02_STYLES.get(method, (f"C{(4 + k) % 10}", "v"))
+        std = grp["std"].fillna(0).to_numpy()
+        hollow = method == "fedavg_clusters"
+        ax.errorbar(grp["n_clusters"], grp["mean"], yerr=[np.minimum(std, 0.9 * grp["mean"]), std],
+                    color=colour, marker=marker, ms=8 if hollow else 4, mfc="none" if hollow else colour,
+                    capsize=2, lw=1.4, label=METHOD_NAMES.get(method, method))
+    ax.set_yscale("log")
+    ax.set_xticks(sorted(part["n_clusters"].unique()))
+    notes = _close_pairs(part, "n_clusters", "k")
+    ax.set_xlabel("number of clusters k" + "".join(f"\n({n})" for n in notes))
+    ax.grid(alpha=0.3, which="both")
 
 
 def fig02_means(table: pd.DataFrame) -> pd.DataFrame:
@@ -351,12 +376,15 @@ def plot_ablation(table: pd.DataFrame, metric: str = "label_mse") -> plt.Figure:
     """
     summary = ablation_summary(table, metric)
     panels = list(dict.fromkeys(summary["panel"]))
+    # one colour and marker per item in every panel (issue 41: one meaning per colour)
+    items = {item: k for k, item in enumerate(dict.fromkeys(summary["item"]))}
     fig, axes = plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.8), squeeze=False)
     for ax, name in zip(axes[0], panels, strict=True):
         part = summary[summary["panel"] == name]
         switches = list(dict.fromkeys(part["switch"]))
         ypos = {s: -k for k, s in enumerate(switches)}
-        for k, (item, grp) in enumerate(part.groupby("item", sort=False)):
+        for item, grp in part.groupby("item", sort=False):
+            k = items[item]
             ax.plot(grp["value"], grp["switch"].map(ypos), marker="os^Dv<>"[k % 7], ls="none",
                     color=f"C{k % 10}", label=_shown(item) if item else None)
         ax.set_yticks(list(ypos.values()), [s if s in ("published", "paper") else f"{s} -> paper"
@@ -382,9 +410,8 @@ def quirk_ablation(table: pd.DataFrame) -> plt.Figure:
 
 #: Display names of the MNIST methods in the figures.
 MNIST_METHOD_NAMES = {"primal_dual": "Alg. 1", "ifca": "IFCA", "pfedme": "pFedMe",
-                      "local_sgd": "local SGD", "fedavg": "FedAvg", "fedprox": "FedProx",
-                      "scaffold": "SCAFFOLD", "fedadam": "FedAdam", "fedyogi": "FedYogi",
-                      "ditto": "Ditto"}
+                      "local_sgd": "local SGD", "fedavg": "FedAvg",
+                      **{k: f"{v} (extra baseline)" for k, v in EXTRA_BASELINES.items()}}
 
 
 def quirk_ablation_mnist(table: pd.DataFrame) -> plt.Figure:

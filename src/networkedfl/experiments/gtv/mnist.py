@@ -18,7 +18,9 @@ nodes' validation images, after every iteration / round / epoch (iteration 0: th
 * ``pfedme`` (Dinh et al. 2020);
 * ``local_sgd``: independent momentum SGD per node (docs/variants.md §8.11);
 * extra baselines, not the paper's (shown beside its methods where a configuration lists
-  them; the default configuration does not): ``fedprox`` (Li et al. 2020), ``scaffold``
+  them, ``extra_baselines: [fedprox, ...]`` with FedAvg's (else IFCA's) rounds, local steps
+  and step, :func:`~networkedfl.experiments.baselines.with_extra_methods`, or as jobs of
+  ``methods``; the default configuration does not): ``fedprox`` (Li et al. 2020), ``scaffold``
   (Karimireddy et al. 2020), ``fedadam`` and ``fedyogi`` (Reddi et al. 2021), ``ditto``
   (Li et al. 2021, scored on the personal models), each with FedAvg's full-batch local
   gradient steps (``rounds``, ``local_steps``, ``lr``) and its own parameters.
@@ -34,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ...seeding import rng_for
+from ..baselines import with_extra_methods
 from .mnist_graph import MnistGraph, graph_file, load_mnist_graph, mnist_train_files
 
 __all__ = [
@@ -73,7 +76,7 @@ def mnist_settings(params: Params) -> list[str]:
     turn: the records are the same as those of the per-method jobs (each method draws
     from its own stream), only the start-up cost of a job is paid once.
     """
-    return [ALL_METHODS] if params.get("one_job", False) else list(params["methods"])
+    return [ALL_METHODS] if params.get("one_job", False) else list(with_extra_methods(params)["methods"])
 
 
 # ------------------------------------------------------------------------------ data
@@ -102,6 +105,13 @@ class MnistProblem:
         self.dtype, self.device = dtype, device
         # the evaluation's products with the images, in CSR form (most pixels are 0)
         self._val, self._train = SparseSamples.of(self.val_x), SparseSamples.of(self.train_x)
+
+    def sparse(self, *tensors) -> list:
+        """``flat_model``'s ``sparse`` entries for ``tensors``: the problem's own CSR form of
+        its training or validation samples where a tensor is one of them (built once per job,
+        not once per method), the tensor itself otherwise."""
+        own = {id(self.train_x): self._train, id(self.val_x): self._val}
+        return [(t, own[id(t)]) if id(t) in own else t for t in tensors]
 
     def start_accuracies(self, w0: np.ndarray) -> dict[str, np.ndarray]:
         """:meth:`accuracies` of every node holding the vector ``w0``."""
@@ -257,7 +267,7 @@ def _ifca(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> dict
     else:
         raise ValueError(f"IFCA model_init must be shared_start or torch_default, got {start!r}")
     data = _client_data(problem)
-    model = net.flat_model(w0, sparse=[data.features, problem.val_x])  # full-batch steps, validation losses
+    model = net.flat_model(w0, sparse=problem.sparse(data.features, problem.val_x))  # full-batch steps, validation
     models = torch.as_tensor(init).to(problem.dtype)
     by_validation = spec.get("evaluate_by", "training_loss") == "validation_loss"
 
@@ -297,7 +307,7 @@ def _fedavg(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rng) -> di
 
     rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
     data = _client_data(problem)
-    fedavg(problem.network.flat_model(w0, sparse=[data.features]), data, n_rounds=int(spec["rounds"]),
+    fedavg(problem.network.flat_model(w0, sparse=problem.sparse(data.features)), data, n_rounds=int(spec["rounds"]),
            local_epochs=int(spec["local_steps"]), batch_size=None, lr=float(spec["lr"]),
            init=w0, seed=rng, callback=_round_callback(problem, rec),
            device=problem.device, dtype=problem.dtype)
@@ -348,7 +358,7 @@ def _extra_baseline(problem: MnistProblem, spec: Params, w0: np.ndarray, rec, rn
     rec(0, {}, {m: v[0] for m, v in problem.start_accuracies(w0).items()})
     data = _client_data(problem)
     getattr(algorithms, name)(
-        problem.network.flat_model(w0, sparse=[data.features]), data, n_rounds=int(spec["rounds"]),
+        problem.network.flat_model(w0, sparse=problem.sparse(data.features)), data, n_rounds=int(spec["rounds"]),
         local_epochs=int(spec["local_steps"]), batch_size=None, lr=float(spec["lr"]), init=w0, seed=rng,
         callback=_round_callback(problem, rec), device=problem.device, dtype=problem.dtype, **own)
     return {}
@@ -454,6 +464,7 @@ def run_mnist(params: Params, setting: str, seed: int, base_seed: int, *,
     together) and keeps them for the calls of the other seeds; a seed's records are the
     same whichever seeds are computed with it.
     """
+    params = with_extra_methods(params)  # extra_baselines: one more method each
     seeds = job_seeds(params, seed)
     methods = list(params["methods"]) if setting == ALL_METHODS else [setting]
     records = last_job(["run_mnist", params, methods, seeds, int(base_seed), dict(inputs), experiment_id],

@@ -20,10 +20,8 @@ import pandas as pd
 from ...graphs import star
 from ...gtv import SquaredErrorLoss, gtv_lambda_path, linear_model_data
 from ...seeding import rng_for
-from ..claims import every_seed
-from ..registry import Claim
 
-__all__ = ["lambda_grid", "run_star_lambda", "spread", "star_lambda_claims"]
+__all__ = ["critical_lambda", "lambda_grid", "run_star_lambda", "spread"]
 
 Params = Mapping[str, Any]
 
@@ -36,6 +34,28 @@ def lambda_grid(params: Params) -> np.ndarray:
 def spread(weights: np.ndarray) -> float:
     """``s = max_i ||w_i - mean_j w_j||``."""
     return float(np.max(np.linalg.norm(weights - weights.mean(axis=0), axis=1)))
+
+
+def critical_lambda(features: np.ndarray, labels: np.ndarray, weight: float) -> float:
+    """Theorem 2's critical lambda on the star: the smallest ``lambda`` at which nLasso (16)
+    with the mean squared error (38) fuses every node at the pooled fit ``w_bar``.
+
+    The proof of Theorem 2 (Sec. IX-A, Lemma 3) certifies the fused solution by a flow on the
+    edges with ``||u_e||_2 <= lambda A_e`` that carries every node's gradient at ``w_bar``
+    (the primal-dual witness); on a star with the centre as Lemma 3's hub node each leaf
+    ``i`` has one edge, whose flow must carry ``grad f_i(w_bar)`` alone, so the condition
+    (35) reads ``lambda >= max_i ||grad f_i(w_bar)||_2 / A`` (the centre's balance holds
+    because the gradients at the pooled fit sum to zero).  On a tree the flow is unique:
+    the bound is also necessary.  ``f_i(w) = ||y_i - X_i w||^2 / m_i``, so
+    ``grad f_i(w) = 2 X_i^T (X_i w - y_i) / m_i``; ``features`` ``(n, m, d)`` with node 0
+    the centre, ``labels`` ``(n, m)``, ``weight`` every edge's ``A``.
+    """
+    x, y = np.asarray(features, float), np.asarray(labels, float)
+    m = x.shape[1]
+    gram, moment = np.einsum("nmd,nme->de", x, x) / m, np.einsum("nmd,nm->d", x, y) / m
+    w_bar = np.linalg.solve(gram, moment)  # the pooled fit: sum_i grad f_i(w_bar) = 0
+    grads = 2.0 * np.einsum("nmd,nm->nd", x, np.einsum("nmd,d->nm", x, w_bar) - y) / m
+    return float(np.max(np.linalg.norm(grads[1:], axis=1)) / weight)
 
 
 def run_star_lambda(
@@ -51,7 +71,10 @@ def run_star_lambda(
                            rel_gap_tol=float(params["rel_gap_tol"]))
     local = np.stack([np.linalg.lstsq(x, y, rcond=None)[0] for x, y in zip(data.features, data.labels, strict=True)])
 
-    records: list[dict[str, Any]] = []
+    # Theorem 2's fusion point of this draw, beside the observed one (issue 41)
+    records: list[dict[str, Any]] = [{"lam": np.nan, "method": "theorem_2", "seed": seed, "metric": "critical_lambda",
+                                      "value": critical_lambda(np.stack(data.features), np.stack(data.labels),
+                                                               float(params["weight"]))}]
     for k, lam in enumerate(lams):
         w = path.weights[k]
         records.append({"lam": lam, "method": "primal_dual", "seed": seed, "metric": "spread", "value": spread(w)})
@@ -67,39 +90,3 @@ def run_star_lambda(
             records.append({"lam": np.nan, "node": i, "component": c, "method": "local_least_squares",
                             "seed": seed, "metric": "weight", "value": local[i, c]})
     return pd.DataFrame.from_records(records)
-
-
-def star_lambda_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    """Theorem 2's fusion and the small-lambda limit, properties of every realisation: each is
-    checked on every seed (one counterexample fails it)."""
-    level = float(params["fusion_level"])
-    spreads = table[table["metric"] == "spread"].pivot_table(index="lam", columns="seed", values="value")
-    fused, stays, details = {}, {}, []
-    for seed in spreads.columns:
-        s = spreads[seed].dropna().sort_index()
-        threshold = level * s.iloc[0]
-        fused[seed] = bool(s.iloc[-1] <= threshold)
-        below = (s <= threshold).to_numpy()
-        first = int(np.argmax(below)) if below.any() else below.size
-        stays[seed] = bool(below.any() and below[first:].all())
-        at = f"{s.index[first]:.3g}" if below.any() else "none"
-        details.append(f"seed {seed}: s(lam_min)={s.iloc[0]:.3g}, s(lam_max)={s.iloc[-1]:.3g}, first fused lam {at}")
-    w = table[(table["metric"] == "weight")]
-    lam_min = w.loc[w["method"] == "primal_dual", "lam"].min()
-    pd_w = w[(w["method"] == "primal_dual") & (w["lam"] == lam_min)]
-    loc_w = w[w["method"] == "local_least_squares"]
-    key = ["seed", "node", "component"]
-    merged = pd_w.merge(loc_w, on=key, suffixes=("_gtv", "_local"))
-    tol = float(params["local_fit_tolerance"])
-    gap = merged.assign(d2=(merged["value_gtv"] - merged["value_local"]) ** 2, l2=merged["value_local"] ** 2)
-    per_node = gap.groupby(["seed", "node"])[["d2", "l2"]].sum()
-    rel = np.sqrt(per_node["d2"] / per_node["l2"]).groupby(level="seed").max()
-    near_local = {seed: bool(r <= tol) for seed, r in rel.items()}
-    return [
-        every_seed(f"s(lambda_max) <= {level:g} * s(lambda_min): all local models fused", fused, "; ".join(details)),
-        every_seed("once below that level, the spread stays below it for all larger lambda", stays),
-        every_seed(
-            f"at lambda_min every w_i is within {tol:.0%} (relative l2) of node i's local least-squares fit",
-            near_local, "largest relative distance per seed: " + ", ".join(f"{r:.3g}" for r in rel),
-        ),
-    ]

@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 from ..registry import register_target
-from .runs import (
-    lecture_demo_claims,
-    lecture_run_settings,
-    lecture_table_claims,
-    run_lecture_demo,
-    run_lecture_table,
-)
+from .claims import lecture_demo_claims, lecture_table_claims
+from .runs import lecture_run_settings, run_lecture_demo, run_lecture_table
 
 register_target(
     "lecture_table1_fedsgd_fedavg", "table", "lecture, table",

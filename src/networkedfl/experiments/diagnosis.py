@@ -1,0 +1,165 @@
+"""Each failing ``paper``-variant claim beside the measurement that diagnoses it (issue 41
+item 3).
+
+A GTV claim can fail in the ``paper`` variant (the paper's equations as written) while the
+``published`` variant (the authors' notebooks) holds it: the difference is then one of the
+notebook behaviours, and the project's ablations measure which.  :data:`DIAGNOSES` maps a
+claim to those measurements: the quirk ablations (``gtv_quirk_ablation``,
+``gtv_quirk_ablation_mnist``: from ``published``, one notebook option switched back to the
+paper's definition at a time) and the step-size scan of the paper variant
+(``gtv_mnist_step_scan``: tau = c/deg, sigma = 0.45/c).  :func:`diagnosis_text` reads the
+numbers from those targets' tables (means over seeds), so the diagnosis shown beside a
+verdict is the measured one, never typed by hand.
+
+:func:`failure_kind` separates a claim that "fails under the paper's equations as written"
+(fails in ``paper``, not in ``published``) from one that "fails in every variant".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["DIAGNOSES", "DIAGNOSTIC_TARGETS", "Diagnosis", "claim_diagnoses", "diagnosis_text", "failure_kind",
+           "failures_markdown"]
+
+#: The targets whose tables diagnose other targets' claims.
+DIAGNOSTIC_TARGETS = ("gtv_quirk_ablation", "gtv_quirk_ablation_mnist", "gtv_mnist_step_scan")
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The measurement behind one failing claim.
+
+    ``target`` and ``claim`` (the start of the claim's text, without its ``[variant]``)
+    name the claim; ``source`` the diagnosing target; ``items`` the rows of its table
+    (``(panel, item)`` of :func:`~networkedfl.plotting.ablation_summary` for the
+    ablations, the scan's methods ``c_<c>`` for the step scan); ``switches`` the ablation's
+    columns to show between ``published`` and ``paper``; ``why`` what the numbers say.
+    """
+
+    target: str
+    claim: str
+    source: str
+    items: tuple[tuple[str, str], ...] | tuple[str, ...]
+    why: str
+    switches: tuple[str, ...] = ()
+
+    def matches(self, target: str, claim: str) -> bool:
+        return target == self.target and claim.startswith(self.claim)
+
+
+_TABLE1 = (("table1", "Alg. 1 l1"), ("table1", "ifca"))
+_TABLE1_WHY = ("the paper variant's IFCA divides a cluster's gradient by the cluster's size and finds the planted "
+               "clusters (the cluster oracle); with the notebook's division by all clients it sits with FedAvg. "
+               "The loss scale alone moves Alg. 1 by the factor m of the coupling")
+_PROX = ("fig06", "primal_dual"), ("fig06", "ifca")
+_PROX_WHY = ("the notebooks' proximal term has no gradient (40 free RMSprop steps per iteration); with the paper's "
+             "term Alg. 1 moves by about tau_i grad L_i per iteration and plateaus lower")
+_SCAN = ("c_1", "c_10", "c_100")
+_SCAN_WHY = "the paper variant with larger steps tau = c/deg, sigma = 0.45/c: the step size, not the method, limits it"
+_MNIST_SWITCHES = ("methods.primal_dual.prox_scale", "methods.ifca.model_init")
+
+#: Failing ``paper``-variant claims and the measurements that diagnose them.  Fig. 2's and
+#: Fig. 7's are measured on Table I's and Fig. 6's settings (the same algorithms).
+DIAGNOSES: tuple[Diagnosis, ...] = (
+    Diagnosis("gtv_table1_highdim_sbm", "Alg. 1 (l1) has the lowest label MSE", "gtv_quirk_ablation", _TABLE1,
+              _TABLE1_WHY, ("loss_scale", "ifca.aggregation")),
+    Diagnosis("gtv_fig02_num_clusters", "Alg. 1 is below FedAvg and IFCA", "gtv_quirk_ablation", _TABLE1,
+              "measured on Table I (Fig. 2 at k = 2 with 100 nodes per cluster): " + _TABLE1_WHY,
+              ("loss_scale", "ifca.aggregation")),
+    *(Diagnosis(target, claim, "gtv_quirk_ablation_mnist", _PROX, why + _PROX_WHY, _MNIST_SWITCHES)
+      for target, why in (("gtv_fig05_mnist_lambda", "measured on Fig. 6 (lambda = 1): "),
+                          ("gtv_fig06_mnist_methods", ""), ("gtv_fig07_mnist_five_clusters", "measured on Fig. 6: "))
+      for claim in ("final accuracy", "Alg. 1's accuracy at iteration", "Alg. 1 has the largest area")),
+    *(Diagnosis(target, claim, "gtv_mnist_step_scan", _SCAN, _SCAN_WHY)
+      for target in ("gtv_fig05_mnist_lambda", "gtv_fig06_mnist_methods", "gtv_fig07_mnist_five_clusters")
+      for claim in ("final accuracy", "Alg. 1's accuracy at iteration", "Alg. 1 has the largest area")),
+)
+
+
+def _ablation_numbers(table: pd.DataFrame, d: Diagnosis) -> list[str]:
+    from ..plotting import ablation_summary
+
+    summary = ablation_summary(table)
+    out = []
+    for panel, item in d.items:
+        part = summary[(summary["panel"] == panel) & (summary["item"] == item)]
+        if part.empty:
+            continue
+        value = dict(zip(part["switch"], part["value"], strict=True))
+        shown = [f"published {value['published']:.3g}"] if "published" in value else []
+        shown += [f"{s} → paper {value[s]:.3g}" for s in d.switches if s in value]
+        shown += [f"paper {value['paper']:.3g}"] if "paper" in value else []
+        out.append(f"{panel}, {item} ({part['quantity'].iloc[0]}): " + "; ".join(shown))
+    return out
+
+
+def _scan_numbers(table: pd.DataFrame, d: Diagnosis, iteration: int = 49) -> list[str]:
+    rows = table[(table["metric"] == "accuracy") & (table["iteration"] == iteration)]
+    means = rows.groupby("method")["value"].mean()
+    shown = [f"{m.replace('c_', 'c = ')} {means[m]:.3g}" for m in d.items if m in means]
+    return [f"accuracy at iteration {iteration}: " + "; ".join(shown)] if shown else []
+
+
+def diagnosis_text(d: Diagnosis, tables: Mapping[str, pd.DataFrame]) -> str:
+    """The diagnosis with its numbers from ``tables[d.source]`` (means over seeds); without
+    the source's table, the measurement it would show and where."""
+    table = tables.get(d.source)
+    numbers = [] if table is None else (_scan_numbers(table, d) if d.source == "gtv_mnist_step_scan"
+                                        else _ablation_numbers(table, d))
+    measured = " | ".join(numbers) if numbers else "not run in this build"
+    return f"{d.source}: {measured}. {d.why}"
+
+
+def claim_diagnoses(target: str, claim: str, tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """Every diagnosis of ``target``'s claim ``claim`` (its text without ``[variant]``)."""
+    return [diagnosis_text(d, tables) for d in DIAGNOSES if d.matches(target, claim)]
+
+
+def failure_kind(entries: Sequence[Mapping[str, Any]], claim: str) -> str:
+    """How ``claim`` of one target (``entries``: its evaluated claims) fails: ``"paper
+    equations"`` (fails in ``paper``, not in ``published``), ``"every variant"`` (fails in
+    each variant it was evaluated in, or the target has no variants), ``"published only"``,
+    or ``""`` (it fails nowhere)."""
+    verdicts = {c.get("variant", ""): c["verdict"] for c in entries if c["claim"] == claim}
+    failing = {v for v, verdict in verdicts.items() if verdict == "fails"}
+    if not failing:
+        return ""
+    if failing == set(verdicts):
+        return "every variant"
+    return "paper equations" if "paper" in failing else "published only"
+
+
+def failures_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]],
+                      tables: Mapping[str, pd.DataFrame] | None = None) -> list[str]:
+    """The failing claims of the targets with variants, split into those that fail under the
+    paper's equations as written (the published variant holds them or is inconclusive) and
+    those that fail in every variant, each with its diagnosis (Markdown lines)."""
+    tables = tables or {}
+    kinds: dict[str, list[str]] = {"paper equations": [], "every variant": []}
+    for target, entries in claims.items():
+        if not any(c.get("variant") for c in entries):
+            continue
+        for claim in dict.fromkeys(c["claim"] for c in entries if c.get("kind", "paper") == "paper"):
+            kind = failure_kind(entries, claim)
+            if kind in kinds:
+                why = claim_diagnoses(target, claim, tables)
+                text = f"- `{target}`: {_escape(claim)}" + (" — diagnosis: " + " / ".join(map(_escape, why))
+                                                            if why else " — no diagnosing ablation recorded")
+                kinds[kind].append(text)
+    lines = ["### Failing claims of the variants", ""]
+    for kind, title in (("paper equations", "Fail under the paper's equations as written (`paper` fails, "
+                                            "`published` holds or is inconclusive)"),
+                        ("every variant", "Fail in every variant")):
+        lines += [f"**{title}**: {len(kinds[kind])}.", ""] + ([*kinds[kind], ""] if kinds[kind] else [])
+    return lines
+
+
+def _escape(text: str) -> str:
+    from .report import escape_markdown
+
+    return escape_markdown(text)
