@@ -54,10 +54,10 @@ def loop_fedavg(
 ) -> torch.Tensor:
     """FedAvg (E = 1, B = 10) with a Python loop over clients and autograd per step."""
     w_global = model.initial_params(dtype=data.dtype)
-    counts = data.n_samples
+    counts = data.weight_per_node
     for _ in range(n_rounds):
         local = []
-        for i in range(data.n_clients):
+        for i in range(data.n_nodes):
             w = w_global.clone()
             m = int(data.counts[i])
             order = torch.randperm(m, generator=generator)

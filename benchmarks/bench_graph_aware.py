@@ -98,13 +98,13 @@ def make_runs(dtype: torch.dtype):
     config = load_config(CONFIG)
     params = config["experiments"]["gfl_fig10_3_synthetic"]
     spec = params["synthetic"]
-    inst = synthetic_instance(spec, 0, config["seed"])
+    inst = synthetic_instance(spec, 0, config["base_seed"])
     model = mlp([8, *spec["hidden"], 8], activation=spec["activation"], bias=False,
                 loss="half_squared_norm")
     data = ClientBatches.from_arrays(inst.x_train, inst.y_train, dtype=dtype)
     graph = inst.graphs.train_graph
     init = model.initial_params(torch.Generator().manual_seed(0), dtype=dtype)
-    n = data.n_clients
+    n = data.n_nodes
     common = {"local_steps": TAU, "batch_size": None, "init": init, "seed": 0, "dtype": dtype}
     bl = params["bigfl"]
     runs: dict[str, Callable[[int], object]] = {

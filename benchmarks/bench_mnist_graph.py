@@ -112,7 +112,7 @@ def main() -> None:
                            edges=empty, weights=np.zeros(0))
     else:
         start = time.perf_counter()
-        graph = build_mnist_graph("five_clusters", spec, split, int(config["seed"]), n_jobs=args.threads)
+        graph = build_mnist_graph("five_clusters", spec, split, int(config["base_seed"]), n_jobs=args.threads)
         total = time.perf_counter() - start
         cross = int(np.sum(graph.node_cluster[graph.edges[:, 0]] != graph.node_cluster[graph.edges[:, 1]]))
         print(f"{'stage':<28}{'seconds':>10}")

@@ -114,7 +114,7 @@ def compare_one(workdir: Path, target: str, setting: str) -> dict:
     model = ((halving_cost(rungs, len(specs), int(halving.get("eta", 3)), run_overhead(halving)), grid_cost(len(specs)))
              if halving else (float(len(specs)), float(len(specs))))
     start = time.perf_counter()
-    full = run_tuning_setting(target, whole, int(config["seed"]), job_inputs(config, target, setting),
+    full = run_tuning_setting(target, whole, int(config["base_seed"]), job_inputs(config, target, setting),
                               code=code, previous=halved)
     elapsed = time.perf_counter() - start
     runner_log.removeHandler(handler)

@@ -44,7 +44,7 @@ def params_for(profile: str | None, overrides: dict) -> tuple[dict, int]:
     if profile:
         config = deep_merge(config, yaml.safe_load(Path(profile).read_text()))
     params = dict(config["experiments"]["gfl_fig10_4_reviews_nlp"])
-    return deep_merge(params, overrides), int(config["seed"])
+    return deep_merge(params, overrides), int(config["base_seed"])
 
 
 class ResidentPeak:

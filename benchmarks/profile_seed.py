@@ -48,7 +48,7 @@ def main() -> None:
     profiler = cProfile.Profile()
     cpu, wall = time.process_time(), time.perf_counter()
     profiler.enable()
-    run(params, own, args.seed, int(config["seed"]), **extra)
+    run(params, own, args.seed, int(config["base_seed"]), **extra)
     profiler.disable()
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     stats = pstats.Stats(profiler, stream=io.StringIO())

@@ -53,7 +53,7 @@ def _graph(config: dict, name: str, workdir: Path) -> str:
     spec["tsne"] = {**spec.get("tsne", {}), **CHEAP_TSNE}
     path = workdir / f"standin_{name}_{zlib.crc32(json.dumps(spec, sort_keys=True).encode()):08x}.npz"
     if not path.is_file():
-        save_mnist_graph(build_mnist_graph(name, spec, _mnist_files(), int(config["seed"])), path)
+        save_mnist_graph(build_mnist_graph(name, spec, _mnist_files(), int(config["base_seed"])), path)
     return str(path)
 
 
@@ -91,7 +91,7 @@ def run_one(config: dict, target: str, setting: str, seed: int, workdir: Path, w
     """The job's table and its seconds (process CPU and wall clock), the run function only."""
     run, params, own, extra = job_args(config, target, setting, workdir, whole_job)
     cpu, wall = time.process_time(), time.perf_counter()
-    table = run(params, own, int(seed), int(config["seed"]), **extra)
+    table = run(params, own, int(seed), int(config["base_seed"]), **extra)
     return table, time.process_time() - cpu, time.perf_counter() - wall
 
 

@@ -148,7 +148,7 @@ def input_root(repo, test_config, tmp_path_factory) -> Path:
             save_mnist_graph,
         )
     for graph, spec in graphs.items():
-        built = build_mnist_graph(graph, spec, root / Paths().raw_dataset("mnist"), test_config["seed"])
+        built = build_mnist_graph(graph, spec, root / Paths().raw_dataset("mnist"), test_config["base_seed"])
         save_mnist_graph(built, root / graph_file(graph))
     return root
 

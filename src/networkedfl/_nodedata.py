@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_int_array, check_representable
+from ._validation import check_int_array, check_representable, renamed
 
 __all__ = ["NodeData", "is_per_node", "node_samples", "node_table", "per_node_output", "pooled_labels",
            "refuse_graph_first"]
@@ -124,7 +124,7 @@ class NodeData:
         """All real samples as one table, node by node: ``(N, 1 + d)`` with every sample's
         node in column 0, and the labels ``(N,)``.  The ``X, y`` of the estimators for
         scikit-learn's model selection (``GroupKFold`` on column 0 holds out nodes)."""
-        real = np.arange(self.n_samples)[None, :] < self.samples_per_node[:, None]
+        real = np.arange(self.max_samples)[None, :] < self.samples_per_node[:, None]
         node = np.broadcast_to(np.arange(self.n_nodes)[:, None], real.shape)[real]
         return np.column_stack([node, self.features[real]]), self.labels[real]
 
@@ -141,14 +141,17 @@ class NodeData:
         return int(self.features.shape[0])
 
     @property
-    def n_samples(self) -> int:
-        """The padded length ``m`` (every node's sample count when :attr:`counts` is ``None``)."""
+    def max_samples(self) -> int:
+        """The padded length ``m = max_i m_i`` (every node's sample count when :attr:`counts`
+        is ``None``)."""
         return int(self.features.shape[1])
+
+    n_samples = renamed("max_samples", "n_samples")
 
     @property
     def samples_per_node(self) -> np.ndarray:
         """``(n,)`` real sample counts ``m_i``."""
-        return np.full(self.n_nodes, self.n_samples) if self.counts is None else self.counts
+        return np.full(self.n_nodes, self.max_samples) if self.counts is None else self.counts
 
     @property
     def dim(self) -> int:
@@ -158,7 +161,7 @@ class NodeData:
         """Features ``(sum m_i, d)`` and labels ``(sum m_i,)`` of the selected nodes'
         real samples, concatenated."""
         nodes = np.asarray(nodes)
-        real = np.arange(self.n_samples)[None, :] < self.samples_per_node[nodes][:, None]
+        real = np.arange(self.max_samples)[None, :] < self.samples_per_node[nodes][:, None]
         return self.features[nodes][real], self.labels[nodes][real]
 
 

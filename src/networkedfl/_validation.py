@@ -9,18 +9,25 @@ step counts of the algorithms): an ``int``, a numpy integer, or a float whose va
 integral (``3.0``, as a config file or a float array gives it).  ``bool`` is not an
 integer, nor are ``2.7``, NaN or a string: nothing is truncated or coerced, and every error
 names the argument.
+
+It also holds :func:`renamed`, :func:`renamed_function` and :func:`renamed_keywords`, the
+one way the package keeps an old public name (an attribute, a function, a keyword) working
+after a rename: it warns with a :class:`DeprecationWarning` that names the new one.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 __all__ = ["MAX_MAGNITUDE", "check_finite", "check_int", "check_int_array", "check_node_mask",
-           "check_representable", "unrepresentable"]
+           "check_representable", "renamed", "renamed_function", "renamed_keywords", "unrepresentable"]
 
 #: The largest magnitude of an edge weight or a data value: the solvers square and sum them
 #: (``||x||^2``, ``A_e ||w_i - w_j||``, Lipschitz constants ``sum_e A_e^2``), and a square of
@@ -145,3 +152,53 @@ def check_representable(value: Any, name: str, *, element: str = "entry",
         raise error(f"{name}: {at}{number!r}, which {unrepresentable(number)} "
                     f"({int(bad.sum())} such entries)")
     return arr
+
+
+def renamed(new: str, old: str) -> property:
+    """A read-only attribute ``old`` kept after its rename to ``new``: reading it warns
+    (:class:`DeprecationWarning` naming ``new``) and returns ``getattr(self, new)``."""
+
+    def getter(self: Any) -> Any:
+        warnings.warn(f"{type(self).__name__}.{old} is deprecated; use {type(self).__name__}.{new}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(self, new)
+
+    getter.__name__ = old
+    getter.__doc__ = f"Deprecated name of :attr:`{new}` (warns)."
+    return property(getter)
+
+
+def renamed_function(function: Callable[..., Any], old: str) -> Callable[..., Any]:
+    """``function`` under its old name ``old``: a call warns (:class:`DeprecationWarning`
+    naming ``function``'s name) and returns what ``function`` returns."""
+
+    @functools.wraps(function)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"{old} is deprecated; use {function.__name__}", DeprecationWarning, stacklevel=2)
+        return function(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated name of :func:`{function.__name__}` (warns)."
+    return alias
+
+
+def renamed_keywords(**renames: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: keyword ``old`` of ``renames`` (``old="new"``) is still accepted for ``new``
+    and warns (:class:`DeprecationWarning` naming ``new``); giving both is a TypeError."""
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{function.__name__}() got {old!r} and {new!r}: {old!r} is the old name "
+                                        f"of {new!r}, give {new!r} only")
+                    warnings.warn(f"{function.__name__}({old}=...) is deprecated; use {new}=...",
+                                  DeprecationWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate

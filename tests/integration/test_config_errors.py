@@ -125,10 +125,10 @@ def test_a_key_given_twice_in_an_overlay_or_on_the_command_line_stops_the_run(re
                     "experiments={gtv_fig13_star_lambda: {n_iter: 500, n_iter: 50}}")
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "--config experiments=" in out and "'n_iter'" in out, out[-3000:]
-    proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), "--config", "seed=1",
-                    "seed=2")
+    proc = _dry_run(repo, tmp_path, "--configfile", str(repo / "config" / "test.yaml"), "--config", "base_seed=1",
+                    "base_seed=2")
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "'seed'" in out and "--config" in out, out[-3000:]
+    assert proc.returncode != 0 and "'base_seed'" in out and "--config" in out, out[-3000:]
     assert not (tmp_path / "results").exists()
 
 

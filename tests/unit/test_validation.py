@@ -176,7 +176,7 @@ def test_client_batches_reject_zero_clients_and_name_the_argument():
 class _EmptySource:
     """A user's batch source that holds no client."""
 
-    n_clients = 0
+    n_nodes = 0
 
     def sample(self, batch_size, generator):
         return torch.zeros(0, 1, 2), torch.zeros(0, 1), torch.zeros(0, 1)

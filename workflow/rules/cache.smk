@@ -56,7 +56,7 @@ rule mnist_tsne:
     params:
         spec=lambda wildcards: stage_spec(MNIST_GRAPHS[wildcards.graph], "embedding"),
         code=_mnist_graph_code,
-        base_seed=config["seed"],
+        base_seed=config["base_seed"],
     priority: EARLY
     resources:
         mem_mb=3000,

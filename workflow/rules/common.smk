@@ -253,7 +253,7 @@ def report_caption(wildcards):
     """Paper, figure and the exact parameters of a target, for its report captions."""
     experiment = get_experiment(wildcards.target)
     params = json.dumps(config["experiments"][wildcards.target], sort_keys=True)
-    return {"title": experiment.title, "source": experiment.source, "params": params, "seed": config["seed"]}
+    return {"title": experiment.title, "source": experiment.source, "params": params, "base_seed": config["base_seed"]}
 
 
 def notebook(wildcards):

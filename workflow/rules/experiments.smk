@@ -19,7 +19,7 @@ rule tune_experiment:
         CONDA_ENV
     params:
         specs=tuning_job_specs,
-        base_seed=config["seed"],
+        base_seed=config["base_seed"],
         code=code_version,
         determinism=job_determinism,
     # before the run jobs: the longest jobs (a method's whole grid), and its runs wait on it
@@ -44,7 +44,7 @@ rule run_experiment:
     params:
         experiment=setting_params,
         seeds=lambda wildcards: seeds(config, wildcards.target),
-        base_seed=config["seed"],
+        base_seed=config["base_seed"],
         code=code_version,
         determinism=job_determinism,
     threads: job_threads

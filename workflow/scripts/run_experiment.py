@@ -32,7 +32,7 @@ experiment = dict(snakemake.params.experiment)  # noqa: F821
 workers = max(1, snakemake.threads // threads_per_job)  # noqa: F821
 if workers > 1:
     experiment["threads"] = workers
-config = {"seed": snakemake.params.base_seed, "experiments": {wildcards.target: experiment}}  # noqa: F821
+config = {"base_seed": snakemake.params.base_seed, "experiments": {wildcards.target: experiment}}  # noqa: F821
 inputs = {name: value if isinstance(value, str) else list(value)
           for name, value in snakemake.input.items()}  # noqa: F821
 # the methods' tuning results (one file per tuned setting, every grid point) choose their

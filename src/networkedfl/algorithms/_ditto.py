@@ -71,7 +71,7 @@ def ditto(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingO
         personal_epochs, "personal_epochs", minimum=0)
     group_of, _, allowed, w = run.server_models()
     v = w.expand(run.n_clients, -1).clone()
-    n_local = run.data.n_samples
+    n_local = run.data.weight_per_node
     for t, selected, idx, part in run.server_rounds(group_of, 1, allowed):
         anchor = w.expand(idx.numel(), -1)
         local = _client_update(model, run, anchor, part)

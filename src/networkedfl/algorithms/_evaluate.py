@@ -45,7 +45,7 @@ def evaluate(model: FlatModel, params: Any, data: ClientData) -> dict[str, np.nd
     theta = held if isinstance(held, Tensor) else torch.as_tensor(np.asarray(held))
     if not theta.is_floating_point():
         raise TypeError(f"params must be floating point, got {theta.dtype}")
-    n = data.n_clients
+    n = data.n_nodes
     if theta.ndim == 1:
         theta = theta.expand(n, -1)
     if theta.ndim != 2 or theta.shape != (n, model.n_params):

@@ -103,7 +103,7 @@ def _averaging_rounds(model: FlatModel, run: Run, *,
     optimiser; default: the averages themselves).
     """
     group_of, n_groups, allowed, global_params = run.server_models()
-    n_local = run.data.n_samples
+    n_local = run.data.weight_per_node
     for t, selected, idx, part in run.server_rounds(group_of, n_groups, allowed):
         start = global_params[group_of[idx]]
         local = _client_update(model, run, start, part, None if correction is None else correction(start))

@@ -147,7 +147,7 @@ def _client_weights(
     if isinstance(spec, str):
         if spec != "samples" or not hasattr(source, "n_samples"):
             raise ValueError("client_weights must be None, 'samples' (for datasets) or (n,) weights")
-        w = source.n_samples.to(dtype=dtype, device=device)
+        w = source.weight_per_node.to(dtype=dtype, device=device)
     else:
         w = torch.as_tensor(np.asarray(spec, dtype=float)).to(dtype=dtype, device=device)
     if w.shape != (n,) or bool(torch.any(w < 0)) or not float(w.sum()) > 0:

@@ -57,7 +57,7 @@ def fedsgd(model: FlatModel, data: ClientData | ClientBuckets, options: Training
                     ragged=True)
     opts, data = run.options, run.data
     group_of, n_groups, allowed, global_params = run.server_models()
-    n_local = data.n_samples
+    n_local = data.weight_per_node
     for t, selected, idx, part in run.server_rounds(group_of, n_groups, allowed):
         grads = _gradients(model, global_params[group_of[idx]], part, run.chunk_size)
         mean_grad = group_average(

@@ -147,7 +147,7 @@ def ifca(
                              f"shape {tuple(first.shape)}")
         first = first.to(torch.int64)
     assignment = torch.full((n,), -1, dtype=torch.int64, device=device)
-    n_local = data.n_samples
+    n_local = data.weight_per_node
     p = model.n_params
     chunk = run.chunk_size
 

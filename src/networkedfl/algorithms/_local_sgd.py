@@ -126,7 +126,7 @@ def epoch_batches(data: ClientData, batch_size: int, seed: GeneratorLike) -> Ite
     largest client's number of real samples; a client's last block may be smaller than
     ``B`` and a client with fewer samples gets blocks of padding only (weight 0).
     """
-    n = data.n_clients
+    n = data.n_nodes
     n_steps = math.ceil(int(data.counts.max()) / batch_size) if n else 0
     yield from _blocks(data.features, data.targets, data.sample_weights,
                        epoch_order(data.sample_weights, seed), n_steps, batch_size)
@@ -209,7 +209,7 @@ def local_sgd(
         raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
     if not lr > 0:
         raise ValueError(f"lr must be positive, got {lr!r}")
-    n = data.n_clients
+    n = data.n_nodes
     if params.shape != (n, model.n_params):
         raise ValueError(
             f"params must be ({n}, {model.n_params}) for {n} clients, got {tuple(params.shape)}"
@@ -261,7 +261,7 @@ def local_step_counts(data: ClientData, epochs: int, batch_size: int | None) -> 
     ``E * ceil(n_i / B)`` with mini-batches, ``E`` with full batches (``B`` ``None`` or at
     least the largest client), 0 for a client without samples (SCAFFOLD's ``K`` per client)."""
     counts = data.counts
-    largest = int(counts.max()) if data.n_clients else 0
+    largest = int(counts.max()) if data.n_nodes else 0
     if batch_size is None or batch_size >= largest:
         return int(epochs) * (counts > 0).to(torch.int64)
     return int(epochs) * torch.div(counts + batch_size - 1, batch_size, rounding_mode="floor")

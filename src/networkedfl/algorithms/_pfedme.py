@@ -1,7 +1,7 @@
-"""pFedMe: personalised federated learning with Moreau envelopes (Dinh, Tran & Nguyen 2020).
+"""pFedMe: personalized federated learning with Moreau envelopes (Dinh, Tran & Nguyen 2020).
 
-The personalised-FL baseline of the GTV paper's MNIST comparison (Fig. 6).  Every client
-``i`` keeps a personalised model ``theta_i`` tied to a local copy ``w_i`` of the global
+The personalized-FL baseline of the GTV paper's MNIST comparison (Fig. 6).  Every client
+``i`` keeps a personalized model ``theta_i`` tied to a local copy ``w_i`` of the global
 model by the Moreau envelope
 
     F_i(w) = min_theta  f_i(theta) + (lam / 2) ||theta - w||^2        (pFedMe eq. (2)-(3)).
@@ -16,7 +16,7 @@ every client sets ``w_i = w^t`` and repeats ``R`` times (its "local rounds")
 3. ``w_i <- w_i - eta lam (w_i - theta_i)``;
 
 then the server averages the returned ``w_i`` of the selected clients (weighted by their
-sample counts) and moves ``w^{t+1} = (1 - beta) w^t + beta * average``.  The personalised
+sample counts) and moves ``w^{t+1} = (1 - beta) w^t + beta * average``.  The personalized
 models ``theta_i`` are the ones evaluated.  The steps are single
 :func:`~networkedfl.nn.batch_gradients` calls (``vmap(grad(...))`` or the model's closed form)
 over all clients; the Python loops run over rounds, local rounds and inner steps.
@@ -32,16 +32,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .._validation import check_finite, check_int
+from .._validation import check_finite, check_int, renamed_function
 from ..nn import ClientData, FlatModel, batch_gradients, sgd_step
 from ._local_sgd import epoch_order
 from .aggregate import sample_clients
 from .contract import FederatedResult, TrainingOptions, start_run
 
-__all__ = ["pfedme", "personalised_steps"]
+__all__ = ["personalised_steps", "personalized_steps", "pfedme"]
 
 
-def personalised_steps(
+def personalized_steps(
     model: FlatModel,
     theta: Tensor,
     anchor: Tensor,
@@ -90,13 +90,13 @@ def pfedme(
         clients aggregated per round, as in :func:`~networkedfl.algorithms.fedavg`
         (every participant trains; the server averages a random subset).  ``init``: the
         starting global model ``(P,)``; ``seed``, ``callback`` (``RoundState.client_params``
-        are the personalised models ``theta_i``), ``device``, ``dtype``.
+        are the personalized models ``theta_i``), ``device``, ``dtype``.
     local_rounds
         ``R``: mini-batches (local updates of ``w_i``) per round.
     inner_steps
-        ``K``: gradient steps of the personalised problem per mini-batch.
+        ``K``: gradient steps of the personalized problem per mini-batch.
     personal_lr
-        The personalised step size.
+        The personalized step size.
     lam
         Regularisation ``lambda`` of the Moreau envelope.
     beta
@@ -105,7 +105,7 @@ def pfedme(
     Returns
     -------
     FederatedResult
-        ``client_params`` the personalised models ``theta_i``; ``global_params`` ``(1, P)``
+        ``client_params`` the personalized models ``theta_i``; ``global_params`` ``(1, P)``
         the global model; ``assignment`` zeros.  The log counts ``|S_t|`` model uploads and
         one download per participating client per round.
     """
@@ -126,7 +126,7 @@ def pfedme(
     groups = run.zeros
     rows = run.own[:, None]
     x, y, w = data.features, data.targets, data.sample_weights
-    n_local = data.n_samples
+    n_local = data.weight_per_node
     take = min(batch_size, data.max_samples)
     trains = allowed
     for t in run.rounds():
@@ -135,7 +135,7 @@ def pfedme(
         for _ in range(local_rounds):
             order = epoch_order(w, gen)[:, :take]
             xb, yb, wb = x[rows, order], y[rows, order], w[rows, order]
-            theta_new = personalised_steps(
+            theta_new = personalized_steps(
                 model, theta, local_w, xb, yb, wb, lam=lam, lr=personal_lr, steps=inner_steps
             )
             theta = torch.where(trains[:, None], theta_new, theta)
@@ -151,3 +151,7 @@ def pfedme(
             client_params=theta, downloads=int(trains.sum()),
         )
     return run.result(theta, global_w[None], groups)
+
+
+# the British spelling of issue 43 item 5 (one spelling, -ize as scikit-learn's): warns
+personalised_steps = renamed_function(personalized_steps, "personalised_steps")

@@ -74,7 +74,7 @@ def scaffold(model: FlatModel, data: ClientData | ClientBuckets, options: Traini
     group_of, _, allowed, x = run.server_models()
     c = torch.zeros_like(x[0])
     c_i = torch.zeros(run.n_clients, run.n_params, dtype=run.dtype, device=run.device)
-    n_local = run.data.n_samples
+    n_local = run.data.weight_per_node
     total = n_local[allowed].sum().clamp_min(torch.finfo(run.dtype).tiny)  # no samples: no share
     for t, selected, idx, part in run.server_rounds(group_of, 1, allowed):
         y = _client_update(model, run, x.expand(idx.numel(), -1), part, control_variates(c, c_i[idx]))

@@ -29,7 +29,8 @@ try:
 except ModuleNotFoundError as _error:
     raise (missing_extra(_error, "networkedfl.algorithms.aggregate") or _error) from _error
 
-from ..nn import GeneratorLike, make_generator
+from ..nn import GeneratorLike
+from ..seeding import make_generator
 
 __all__ = ["SERVER_OPTIMIZERS", "check_fraction", "consensus_distance", "group_average", "mix",
            "sample_clients", "scaffold_controls", "server_optimizer_step"]

@@ -596,7 +596,7 @@ class Run:
 
     @property
     def n_clients(self) -> int:
-        return int(self.data.n_clients)
+        return int(self.data.n_nodes)
 
     @property
     def n_params(self) -> int:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import renamed, renamed_function, renamed_keywords
 from ..graphs import EmpiricalGraph, knn_graph_of_points
 from ..seeding import Seed, as_rng
 
@@ -31,6 +32,7 @@ __all__ = [
     "HeterogeneousNodes",
     "HomologousGraphs",
     "NONLINEARITIES",
+    "gaussian_mixture_centers",
     "gaussian_mixture_centres",
     "heterogeneous_nodes",
     "homologous_graph",
@@ -91,7 +93,7 @@ def heterogeneous_nodes(
     ``standardize``: inputs are then standardised per node and coordinate with the node's
     training mean and standard deviation (labels are computed from the raw inputs).
     ``standardize_targets``: labels likewise, per node (a node whose training labels are
-    constant, e.g. a saturated sigmoid or an inactive ReLU, is only centred).
+    constant, e.g. a saturated sigmoid or an inactive ReLU, is only centerd).
     """
     rng = as_rng(seed)
     if len(input_ranges) != len(nonlinearities):
@@ -123,27 +125,28 @@ def heterogeneous_nodes(
     return HeterogeneousNodes(x_tr, y_tr, x_te, y_te, w, mean, std)
 
 
-def gaussian_mixture_centres(
-    seed: Seed, n_centres: int, dim: int, centre_range: Sequence[float]
+@renamed_keywords(n_centres="n_centers", centre_range="center_range")
+def gaussian_mixture_centers(
+    seed: Seed, n_centers: int, dim: int, center_range: Sequence[float]
 ) -> np.ndarray:
-    """``(K, dim)`` mixture centres with i.i.d. entries ``U[lo, hi]`` (Table 10.1: range of
-    centre ``[-0.5, 0.5]``)."""
+    """``(K, dim)`` mixture centers with i.i.d. entries ``U[lo, hi]`` (Table 10.1: range of
+    center ``[-0.5, 0.5]``)."""
     rng = as_rng(seed)
-    lo, hi = centre_range
-    return rng.uniform(lo, hi, size=(n_centres, dim))
+    lo, hi = center_range
+    return rng.uniform(lo, hi, size=(n_centers, dim))
 
 
 @dataclass(frozen=True)
 class HomologousGraphs:
     """The two homologous graphs of Fig. 10.2 and their ground truth.
 
-    ``centres`` ``(K, D)`` the shared mixture; ``components`` ``(n,)`` the mixture component
+    ``centers`` ``(K, D)`` the shared mixture; ``components`` ``(n,)`` the mixture component
     of node ``i`` in both graphs; ``z_train``/``z_test`` ``(n, D)`` node vectors;
     ``train_graph``/``test_graph`` their k-NN graphs; ``w_train``/``w_test`` ``(n, r, c)``
     ground-truth weights.
     """
 
-    centres: np.ndarray
+    centers: np.ndarray
     components: np.ndarray
     z_train: np.ndarray
     z_test: np.ndarray
@@ -151,6 +154,8 @@ class HomologousGraphs:
     test_graph: EmpiricalGraph
     w_train: np.ndarray
     w_test: np.ndarray
+
+    centres = renamed("centers", "centres")
 
 
 def _gcn_propagation(graph: EmpiricalGraph) -> sp.csr_matrix:
@@ -162,12 +167,13 @@ def _gcn_propagation(graph: EmpiricalGraph) -> sp.csr_matrix:
     return (sp.diags(d) @ a @ sp.diags(d)).tocsr()
 
 
+@renamed_keywords(n_centres="n_centers", centre_range="center_range")
 def homologous_graphs(
     seed: Seed = None,
     *,
     n_nodes: int,
-    n_centres: int,
-    centre_range: Sequence[float],
+    n_centers: int,
+    center_range: Sequence[float],
     std: float,
     weight_shape: Sequence[int],
     n_neighbours: int,
@@ -175,9 +181,9 @@ def homologous_graphs(
 ) -> HomologousGraphs:
     """Table 10.1's homologous train/test graphs with ground-truth weights.
 
-    One set of ``K`` centres (:func:`gaussian_mixture_centres`) in dimension ``D = r * c``;
+    One set of ``K`` centers (:func:`gaussian_mixture_centers`) in dimension ``D = r * c``;
     node ``i`` belongs to component ``c_i`` (uniform, shared by both graphs, so train node
-    ``i`` and test node ``i`` come from the same Gaussian); ``z = centre_{c_i} + std * N(0,
+    ``i`` and test node ``i`` come from the same Gaussian); ``z = center_{c_i} + std * N(0,
     I_D)`` drawn independently for the two graphs; each graph is the ``n_neighbours``-NN
     graph of its vectors (:func:`networkedfl.graphs.knn_graph_of_points` with unit weights: the
     graph of ``knn_graph(cdist(z, z))`` through a k-d tree).  Ground truth ``W_i`` = row ``i`` of ``P Z``
@@ -187,20 +193,21 @@ def homologous_graphs(
     """
     rng = as_rng(seed)
     r, c = (int(v) for v in weight_shape)
-    centres = gaussian_mixture_centres(rng, n_centres, r * c, centre_range)
-    components = rng.integers(n_centres, size=n_nodes)
+    centers = gaussian_mixture_centers(rng, n_centers, r * c, center_range)
+    components = rng.integers(n_centers, size=n_nodes)
     # the train graph's node vectors are drawn first, then the test graph's (the k-NN graphs
     # and the propagation draw nothing)
-    z_train, g_train, w_train = homologous_graph(rng, centres, components, std=std, weight_shape=(r, c),
+    z_train, g_train, w_train = homologous_graph(rng, centers, components, std=std, weight_shape=(r, c),
                                                  n_neighbours=n_neighbours, propagate=propagate)
-    z_test, g_test, w_test = homologous_graph(rng, centres, components, std=std, weight_shape=(r, c),
+    z_test, g_test, w_test = homologous_graph(rng, centers, components, std=std, weight_shape=(r, c),
                                               n_neighbours=n_neighbours, propagate=propagate)
-    return HomologousGraphs(centres, components, z_train, z_test, g_train, g_test, w_train, w_test)
+    return HomologousGraphs(centers, components, z_train, z_test, g_train, g_test, w_train, w_test)
 
 
+@renamed_keywords(centres="centers")
 def homologous_graph(
     seed: Seed,
-    centres: np.ndarray,
+    centers: np.ndarray,
     components: np.ndarray,
     *,
     std: float,
@@ -210,18 +217,18 @@ def homologous_graph(
 ) -> tuple[np.ndarray, EmpiricalGraph, np.ndarray]:
     """One graph of a mixture: node ``i`` drawn from component ``components[i]``.
 
-    ``z_i = centres[components[i]] + std * N(0, I_D)``; the graph is the ``n_neighbours``-NN
+    ``z_i = centers[components[i]] + std * N(0, I_D)``; the graph is the ``n_neighbours``-NN
     graph of the ``z`` (unit weights) and the ground truth ``W = P Z`` (``propagate``; else
     ``Z``) reshaped to ``(n, r, c)``.  Returns ``(z, graph, w)``.  :func:`homologous_graphs`
-    draws its train and test graphs with it; a further call with the same centres and
+    draws its train and test graphs with it; a further call with the same centers and
     components draws a third graph homologous to both (e.g. for validation).
     """
     rng = as_rng(seed)
     r, c = (int(v) for v in weight_shape)
-    centres, components = np.asarray(centres, float), np.asarray(components)
-    if centres.ndim != 2 or centres.shape[1] != r * c:
-        raise ValueError(f"centres must be (K, {r * c}) for weight_shape ({r}, {c}), got {centres.shape}")
-    z = centres[components] + std * rng.standard_normal((components.shape[0], r * c))
+    centers, components = np.asarray(centers, float), np.asarray(components)
+    if centers.ndim != 2 or centers.shape[1] != r * c:
+        raise ValueError(f"centers must be (K, {r * c}) for weight_shape ({r}, {c}), got {centers.shape}")
+    z = centers[components] + std * rng.standard_normal((components.shape[0], r * c))
     graph = knn_graph_of_points(z, n_neighbours, rescale="unit")  # a k-d tree: no (n, n) distances
     w = _gcn_propagation(graph) @ z if propagate else z
     return z, graph, w.reshape(-1, r, c)
@@ -237,3 +244,7 @@ def node_regression_data(
     n, r, _ = weights.shape
     x = rng.uniform(lo, hi, size=(n, n_samples, r))
     return x, np.einsum("nmr,nrc->nmc", x, weights)
+
+
+# the British spelling of issue 43 item 5 (one spelling, -ize/-er as scikit-learn's): warns
+gaussian_mixture_centres = renamed_function(gaussian_mixture_centers, "gaussian_mixture_centres")

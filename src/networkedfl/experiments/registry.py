@@ -27,9 +27,7 @@ differ only in parameters share one ``run``.
 
 from __future__ import annotations
 
-import json
 import math
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -38,6 +36,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+# rng_for lives in networkedfl.seeding; re-exported for run functions written against the old docs
+from ..seeding import rng_for
 from .deviations import DEVIATIONS
 
 __all__ = ["EXPERIMENTS", "Claim", "Experiment", "get_experiment", "inferred", "register", "register_target",
@@ -231,17 +231,3 @@ def get_experiment(experiment_id: str) -> Experiment:
         raise KeyError(
             f"unknown target id {experiment_id!r}; registered targets: {', '.join(sorted(EXPERIMENTS))}"
         ) from None
-
-
-def _crc(value: Any) -> int:
-    return zlib.crc32(json.dumps(value, sort_keys=True, default=str).encode())
-
-
-def rng_for(base_seed: int, experiment_id: str, seed: int, *keys: Any) -> np.random.Generator:
-    """Independent generator for (config seed, experiment, repetition seed, instance keys).
-
-    The stream depends only on these values, never on how settings are batched into
-    jobs or on the order in which jobs run.
-    """
-    entropy = [int(base_seed), _crc(experiment_id), int(seed), _crc(list(keys))]
-    return np.random.default_rng(np.random.SeedSequence(entropy))

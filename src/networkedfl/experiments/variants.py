@@ -16,26 +16,29 @@ parameters it overrides (deep-merged over the target's own, as config files merg
 Every job then belongs to one variant: its setting is ``<variant>.<setting>`` (e.g.
 ``published.penalty-l1``), its records carry a leading ``variant`` column, and the
 target's claims are evaluated once per variant on that variant's rows.  Both variants of
-one repetition draw from the same random streams (:func:`~.registry.rng_for` does not see
+one repetition draw from the same random streams (:func:`networkedfl.seeding.rng_for` does not see
 the variant), so their difference is the quirks' effect, not sampling noise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import pandas as pd
 
 __all__ = [
     "SEPARATOR",
     "VARIANT_COLUMN",
+    "JobView",
     "deep_merge",
+    "job_views",
     "join_setting",
     "split_setting",
     "tag_variant",
     "variant_names",
     "variant_params",
+    "variant_views",
 ]
 
 Params = Mapping[str, Any]
@@ -70,6 +73,33 @@ def variant_params(params: Params, variant: str | None) -> dict[str, Any]:
     if variant not in variants:
         raise ValueError(f"unknown variant {variant!r}; the target defines {sorted(variants) or 'none'}")
     return deep_merge(base, variants[variant] or {})
+
+
+class JobView(NamedTuple):
+    """One job of a target as it runs: its ``setting`` (``<variant>.<setting>`` with
+    variants), the ``variant`` (``None`` without), the experiment's ``own_setting`` and the
+    ``params`` it runs with (the variant's overrides merged in, before any tuning)."""
+
+    setting: str
+    variant: str | None
+    own_setting: str
+    params: dict[str, Any]
+
+
+def job_views(params: Params, settings: Callable[[Params], list[str]]) -> dict[str, JobView]:
+    """Every job of a target, by setting, resolved once: each variant's parameters are merged
+    (:func:`variant_params`) before the experiment lists its settings (``settings``, the
+    registered ``Experiment.settings``) on them, so a job's parameters are read here and
+    nowhere else (issue 43 item 5: the runner no longer re-enters this module per job)."""
+    merged = variant_views(params) or {None: variant_params(params, None)}
+    listed = {v: list(settings(p)) for v, p in merged.items()}
+    return {(s if v is None else join_setting(v, s)): JobView(s if v is None else join_setting(v, s), v, s, p)
+            for v, p in merged.items() for s in listed[v]}
+
+
+def variant_views(params: Params) -> dict[str, dict[str, Any]]:
+    """Every variant's parameters, by name (:func:`variant_params`; empty without variants)."""
+    return {v: variant_params(params, v) for v in variant_names(params)}
 
 
 def join_setting(variant: str, setting: str) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import renamed
 from ..graphs import EmpiricalGraph, stochastic_block_model
 from ..seeding import Seed, as_rng
 
@@ -78,9 +79,16 @@ class FedRelaxData:
         return int(self.features.shape[0])
 
     @property
-    def n_samples(self) -> int:
-        """Local training-set size ``m_i`` (the same at every node)."""
+    def max_samples(self) -> int:
+        """Local training-set size ``m`` (the same ``m_i = m`` at every node, no padding)."""
         return int(self.features.shape[1])
+
+    @property
+    def samples_per_node(self) -> np.ndarray:
+        """``(n,)`` training-set sizes ``m_i`` (all equal to :attr:`max_samples`)."""
+        return np.full(self.n_nodes, self.max_samples)
+
+    n_samples = renamed("max_samples", "n_samples")
 
     @property
     def dim(self) -> int:

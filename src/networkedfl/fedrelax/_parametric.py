@@ -52,8 +52,9 @@ from torch import Tensor
 
 from .._validation import check_finite
 from ..graphs import EmpiricalGraph, GraphLike, as_graph
-from ..nn import DeviceLike, GeneratorLike, RMSprop, make_generator
+from ..nn import DeviceLike, GeneratorLike, RMSprop
 from ..progress import show_progress, tqdm
+from ..seeding import make_generator
 
 __all__ = [
     "LinearFedRelaxResult",

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._validation import renamed
 from ._models import DEFAULT_DTYPE, ClientData, DeviceLike
 
 __all__ = ["ClientBuckets"]
@@ -54,17 +55,20 @@ class ClientBuckets:
         if not self.buckets or len(self.buckets) != len(self.clients):
             raise ValueError("ClientBuckets needs at least one bucket and one index tensor per bucket")
         for k, (data, rows) in enumerate(zip(self.buckets, self.clients, strict=True)):
-            if not isinstance(data, ClientData) or rows.shape != (data.n_clients,):
-                raise ValueError(f"bucket {k}: a ClientData and the indices of its {data.n_clients} clients")
+            if not isinstance(data, ClientData) or rows.shape != (data.n_nodes,):
+                raise ValueError(f"bucket {k}: a ClientData and the indices of its {data.n_nodes} clients")
         every = torch.sort(torch.cat([c.cpu() for c in self.clients])).values
         if not torch.equal(every, torch.arange(every.numel())):
-            raise ValueError("the clients of the buckets must be a permutation of range(n_clients)")
+            raise ValueError("the clients of the buckets must be a permutation of range(n_nodes)")
         if len({(d.dtype, d.device) for d in self.buckets}) != 1:
             raise ValueError("all buckets must have one dtype and one device")
 
     @property
-    def n_clients(self) -> int:
+    def n_nodes(self) -> int:
+        """Number of clients (nodes) ``n``, over all buckets."""
         return sum(int(c.numel()) for c in self.clients)
+
+    n_clients = renamed("n_nodes", "n_clients")
 
     @property
     def dtype(self) -> torch.dtype:
@@ -80,20 +84,27 @@ class ClientBuckets:
         return max(d.max_samples for d in self.buckets)
 
     def _per_client(self, values: Sequence[Tensor]) -> Tensor:
-        out = torch.empty(self.n_clients, dtype=values[0].dtype, device=self.device)
+        out = torch.empty(self.n_nodes, dtype=values[0].dtype, device=self.device)
         for rows, v in zip(self.clients, values, strict=True):
             out[rows] = v
         return out
 
     @property
-    def n_samples(self) -> Tensor:
+    def weight_per_node(self) -> Tensor:
         """Total sample weight per client ``(n,)`` (the FedAvg averaging weights)."""
-        return self._per_client([d.n_samples for d in self.buckets])
+        return self._per_client([d.weight_per_node for d in self.buckets])
+
+    n_samples = renamed("weight_per_node", "n_samples")
+
+    @property
+    def samples_per_node(self) -> Tensor:
+        """Number of samples with positive weight per client, int64 ``(n,)``."""
+        return self._per_client([d.samples_per_node for d in self.buckets])
 
     @property
     def counts(self) -> Tensor:
-        """Number of samples with positive weight per client, int64 ``(n,)``."""
-        return self._per_client([d.counts for d in self.buckets])
+        """:attr:`samples_per_node` (the name of :class:`~networkedfl.nn.ClientData`'s)."""
+        return self.samples_per_node
 
     @cached_property
     def _where(self) -> tuple[Tensor, Tensor]:
@@ -126,7 +137,7 @@ class ClientBuckets:
 
     def padded(self) -> ClientData:
         """All clients in one :class:`~networkedfl.nn.ClientData` padded to the largest."""
-        n, m, first = self.n_clients, self.max_samples, self.buckets[0]
+        n, m, first = self.n_nodes, self.max_samples, self.buckets[0]
         x = first.features.new_zeros((n, m, *first.features.shape[2:]))
         y = first.targets.new_zeros((n, m, *first.targets.shape[2:]))
         w = first.sample_weights.new_zeros((n, m))

@@ -11,7 +11,7 @@ sample m data points locally") and evaluates the mini-batch gradient of eq. (10.
 
 for all clients in one ``vmap(grad(...))`` call.
 
-A data source is anything with ``n_clients`` and ``sample(batch_size, generator) ->
+A data source is anything with ``n_nodes`` and ``sample(batch_size, generator) ->
 (features, targets, weights)`` returning tensors of shapes ``(n, B, ...)``, ``(n, B, ...)``
 and ``(n, B)`` (:class:`BatchSource`).  :class:`ClientBatches` is the standard one: padded
 per-client datasets whose targets may be vectors (e.g. the 8-dimensional outputs of the
@@ -27,6 +27,7 @@ update, including averaging and gossip, leaves a frozen coordinate at its curren
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -60,7 +61,7 @@ class BatchSource(Protocol):
     """Anything that yields one mini-batch per client per call."""
 
     @property
-    def n_clients(self) -> int: ...
+    def n_nodes(self) -> int: ...
 
     def sample(
         self, batch_size: int | None, generator: torch.Generator | None
@@ -161,19 +162,42 @@ def _tensor(values: Any, dtype: torch.dtype, device: DeviceLike) -> Tensor:
 def as_batches(data: Any, dtype: torch.dtype, device: DeviceLike) -> BatchSource:
     """A :class:`BatchSource` from a :class:`~networkedfl.nn.ClientData`, a
     :class:`ClientBatches` (both cast to ``dtype`` and moved to ``device``) or any other
-    object with ``n_clients`` and ``sample`` (returned as it is)."""
+    object with ``n_nodes`` and ``sample`` (returned as it is; one written before the rename,
+    with ``n_clients``, is wrapped and warns)."""
     if isinstance(data, ClientData):
         return ClientBatches.from_client_data(data.to(dtype, device))
     if isinstance(data, ClientBatches):
         return data.to(dtype, device)
+    if not isinstance(data, BatchSource) and hasattr(data, "n_clients") and callable(getattr(data, "sample", None)):
+        warnings.warn(f"{type(data).__name__}.n_clients is deprecated: a batch source names its number of "
+                      "clients n_nodes (networkedfl.nn.BatchSource)", DeprecationWarning, stacklevel=3)
+        data = _RenamedSource(data)
     if isinstance(data, BatchSource):
-        if data.n_clients < 1:
-            raise ValueError(f"data holds no client (n_clients = {data.n_clients}): need at least one")
+        if data.n_nodes < 1:
+            raise ValueError(f"data holds no client (n_nodes = {data.n_nodes}): need at least one")
         return data
     raise TypeError(
-        "data must be a ClientData, a ClientBatches or an object with n_clients and "
+        "data must be a ClientData, a ClientBatches or an object with n_nodes and "
         f"sample(batch_size, generator), got {type(data).__name__}"
     )
+
+
+class _RenamedSource:
+    """A batch source written against the old protocol (``n_clients``), seen as a
+    :class:`BatchSource`: every other attribute is the wrapped source's."""
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self._source.n_clients)
+
+    def sample(self, batch_size: int | None, generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:
+        return self._source.sample(batch_size, generator)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._source, name)
 
 
 def batch_gradients(model: FlatModel) -> Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]:

@@ -34,8 +34,8 @@ from torch.func import functional_call, grad, vmap
 from torch.overrides import TorchFunctionMode
 
 from .._nodedata import NodeData
-from .._validation import check_int_array
-from ..seeding import as_rng
+from .._validation import check_int_array, renamed
+from ..seeding import make_generator
 
 __all__ = [
     "DEFAULT_DTYPE",
@@ -93,43 +93,6 @@ def as_device(value: DeviceLike | None) -> torch.device:
 
 
 # --------------------------------------------------------------------------- randomness
-
-
-def make_generator(source: GeneratorLike | None) -> torch.Generator:
-    """A CPU :class:`torch.Generator` from an explicit source of randomness.
-
-    Parameters
-    ----------
-    source
-        A :class:`torch.Generator` (returned as it is, so its state advances as it is
-        used), a :class:`numpy.random.Generator` (one 63-bit seed is drawn from it; from a
-        ``SeedSequence``, ``BitGenerator`` or ``RandomState``, from the generator
-        :func:`networkedfl.seeding.as_rng` makes of it), an ``int`` seed, or ``None`` (a
-        generator seeded from fresh OS entropy: not reproducible).  This is the ``seed``
-        convention of :mod:`networkedfl.seeding`.
-
-    Notes
-    -----
-    Random numbers are always drawn on the CPU and then moved to the compute device, so a
-    seed gives the same mini-batches and client samples on every device.
-    """
-    if isinstance(source, torch.Generator):
-        return source
-    if source is None:
-        generator = torch.Generator(device="cpu")
-        generator.seed()  # non-deterministic, as numpy.random.default_rng(None)
-        return generator
-    if isinstance(source, np.random.Generator | np.random.SeedSequence | np.random.BitGenerator
-                  | np.random.RandomState):
-        seed = int(as_rng(source).integers(0, 2**63 - 1))  # a Generator: as it is, advancing
-    elif isinstance(source, int | np.integer) and not isinstance(source, bool):
-        seed = int(source)
-    else:
-        raise TypeError(
-            "seed must be None, an int, a numpy Generator, SeedSequence, BitGenerator or "
-            f"RandomState, or a torch.Generator, got {type(source).__name__}"
-        )
-    return torch.Generator(device="cpu").manual_seed(seed)
 
 
 def require_generator(generator: torch.Generator | None, what: str) -> torch.Generator:
@@ -572,11 +535,19 @@ def _targets_tensor(values: Any, dtype: torch.dtype, device: DeviceLike) -> Tens
 class PaddedClients:
     """Shape accessors shared by the padded per-client containers (:class:`ClientData`,
     :class:`~networkedfl.nn.ClientBatches`): ``features`` of shape
-    ``(n, m, ...)`` and ``sample_weights`` ``(n, m)``, zero weight marking padding."""
+    ``(n, m, ...)`` and ``sample_weights`` ``(n, m)``, zero weight marking padding.
+
+    The accessors mean what they mean on every per-node container of the package
+    (:class:`~networkedfl.NodeData`, ``FedRelaxData``, ``LinearProblem``; docs/package.md):
+    ``n_nodes`` the number of clients, ``max_samples`` the padded length, ``samples_per_node``
+    the real sample counts and ``weight_per_node`` the summed sample weights."""
 
     @property
-    def n_clients(self) -> int:
+    def n_nodes(self) -> int:
+        """Number of clients (nodes) ``n``."""
         return int(self.features.shape[0])
+
+    n_clients = renamed("n_nodes", "n_clients")
 
     @property
     def max_samples(self) -> int:
@@ -584,15 +555,22 @@ class PaddedClients:
         return int(self.features.shape[1])
 
     @property
-    def counts(self) -> Tensor:
+    def samples_per_node(self) -> Tensor:
         """Number of samples with positive weight per client, ``int64`` of shape ``(n,)``."""
         return (self.sample_weights > 0).sum(dim=1)
 
     @property
-    def n_samples(self) -> Tensor:
+    def counts(self) -> Tensor:
+        """:attr:`samples_per_node` (the name of :class:`~networkedfl.NodeData`'s field)."""
+        return self.samples_per_node
+
+    @property
+    def weight_per_node(self) -> Tensor:
         """Total sample weight per client ``n_i = sum_j a_ij``, shape ``(n,)``: the FedAvg
-        averaging weights."""
+        averaging weights (the sample counts for 0/1 weights)."""
         return self.sample_weights.sum(dim=1)
+
+    n_samples = renamed("weight_per_node", "n_samples")
 
     def _check_layout(self, *, vector_targets: bool) -> None:
         """Tensors ``features (n, m, ...)`` with ``n >= 1``, ``targets (n, m)`` (or ``(n, m,

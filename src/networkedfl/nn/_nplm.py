@@ -36,6 +36,7 @@ import torch
 from torch import Tensor
 from torch.func import vmap
 
+from .._validation import renamed
 from ._models import FlatModel, cross_entropy, require_generator
 
 __all__ = [
@@ -398,8 +399,11 @@ class WordPairCounts:
         return cls(rows, row_weights, unique // (width * v), (unique // v) % width, unique % v, pair_weight, v)
 
     @property
-    def n_clients(self) -> int:
+    def n_nodes(self) -> int:
+        """Number of clients ``n``."""
         return int(self.rows.shape[0])
+
+    n_clients = renamed("n_nodes", "n_clients")
 
     def distributions(self) -> Tensor:
         """Dense next-word distributions ``(n, U, V)`` of the rows (0 rows on padding)."""
@@ -444,7 +448,7 @@ class WordPairCounts:
 
 
 class NextWordBatches:
-    """A mini-batch source of windows (any object with ``n_clients`` and ``sample``, e.g.
+    """A mini-batch source of windows (any object with ``n_nodes`` and ``sample``, e.g.
     :class:`~networkedfl.nn.ClientBatches` of ``(n, m, L)`` ids and
     next-word ids) that hands each sampled batch over as next-word distributions of its
     distinct input words (:class:`WordPairCounts`).
@@ -459,8 +463,11 @@ class NextWordBatches:
         self.windows, self.vocab_size = windows, int(vocab_size)
 
     @property
-    def n_clients(self) -> int:
-        return int(self.windows.n_clients)
+    def n_nodes(self) -> int:
+        """Number of clients ``n`` of the wrapped windows."""
+        return int(self.windows.n_nodes)
+
+    n_clients = renamed("n_nodes", "n_clients")
 
     @property
     def sample_weights(self) -> Tensor | None:

@@ -87,19 +87,32 @@ def validate_config(
     schema = load_schema(schema_path)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
-    lines = _non_finite_errors(config) + [_describe(e) for e in errors]
+    lines = _renamed_key_errors(config) + _non_finite_errors(config) + [_describe(e) for e in errors]
     if not lines:
         lines = _grid_errors(config.get("experiments") or {}, "config['experiments']")
     if not lines:
-        lines = _variant_errors(config, schema) + _tuning_errors(config, schema)
+        lines = _block_errors(config, schema)
     if lines:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines[:20]) + _overlay_hint(command_line))
+
+
+#: Top-level keys that were renamed: old name -> (new name, why).
+RENAMED_KEYS = {
+    "seed": ("base_seed", "'seed' is the repetition index 0 .. repetitions - 1 (docs/determinism.md)"),
+}
+
+
+def _renamed_key_errors(config: Mapping[str, Any]) -> list[str]:
+    """One line per top-level key under its old name (a config file or overlay written before
+    the rename): the new name to write, so the schema's bare "unexpected key" is explained."""
+    return [f"config[{old!r}]: renamed {new!r}; write `{new}: {config[old]!r}` instead ({why})"
+            for old, (new, why) in RENAMED_KEYS.items() if old in config]
 
 
 def type_command_line_values(config: MutableMapping[str, Any], command_line: Mapping[str, Any]) -> None:
     """Give the nested values of Snakemake's ``--config`` the types a config file gives them.
 
-    Snakemake types a top-level value (``--config seed=3``) but reads a nested one
+    Snakemake types a top-level value (``--config base_seed=3``) but reads a nested one
     (``--config 'experiments={gtv_fig13_star_lambda: {n_iter: 500}}'``) with YAML's base
     loader, which leaves every scalar a string (``'500'``) that the schema would refuse.
     Every string below a top-level key of ``command_line`` that ``config`` still holds there
@@ -176,27 +189,30 @@ def _non_finite_errors(value: Any, where: str = "config") -> list[str]:
     return []
 
 
-def _variant_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
-    """Validate every variant's merged parameters against its target's schema.
+def _block_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """Every target block's tuning grid (:func:`_tuning_lines`) and variants checked.
 
     A variant overrides some of a target's parameters (``variants: {published: {...}}``);
-    the merged parameters must be as valid as the target's own.
+    the merged parameters (:func:`~networkedfl.experiments.variants.variant_views`, each
+    block's variants merged once) must be as valid as the target's own.
     """
-    from ..experiments.variants import variant_names, variant_params
+    from ..experiments.variants import variant_views
 
     targets = schema.get("properties", {}).get("experiments", {}).get("properties", {})
+    blocks = {target: (params, jsonschema.Draft202012Validator({"$defs": schema.get("$defs", {}),
+                                                                **targets[target]}))
+              for target, params in (config.get("experiments") or {}).items()
+              if isinstance(params, Mapping) and target in targets}
+    tuning = [line for target, (params, sub) in blocks.items() for line in _tuning_lines(target, params, sub)]
+    merged = {target: variant_views(params) for target, (params, _) in blocks.items()}
     lines = []
-    for target, params in (config.get("experiments") or {}).items():
-        if not isinstance(params, Mapping) or target not in targets:
-            continue
-        sub = jsonschema.Draft202012Validator({"$defs": schema.get("$defs", {}), **targets[target]})
-        for variant in variant_names(params):
-            merged = variant_params(params, variant)
-            for e in sorted(sub.iter_errors(merged), key=lambda e: list(e.absolute_path)):
+    for target, views in merged.items():
+        for variant, params in views.items():
+            for e in sorted(blocks[target][1].iter_errors(params), key=lambda e: list(e.absolute_path)):
                 where = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path)
                 lines.append(f"config['experiments'][{target!r}], variant {variant!r} (merged){where}: "
                              f"{e.message}")
-    return lines
+    return lines + tuning
 
 
 def _grid_errors(node: Any, where: str) -> list[str]:
@@ -328,49 +344,45 @@ def load_config(
     return config
 
 
-def _tuning_errors(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
-    """Validate every target's tuning grid: its keys are settings (jobs) of the target (its
-    methods where every method is one job; ``all`` where one job runs every method; or an
-    extra baseline whose parameter block is configured, for an overlay that lists it), and
-    every grid point's parameters (overrides and point applied) are as valid as the
-    target's own."""
+def _tuning_lines(target: str, params: Mapping[str, Any], sub: jsonschema.Draft202012Validator) -> list[str]:
+    """Validate a target's tuning grid (none: no line): its keys are settings (jobs) of the
+    target (its methods where every method is one job; ``all`` where one job runs every
+    method; or an extra baseline whose parameter block is configured, for an overlay that
+    lists it), and every grid point's parameters (overrides and point applied) are as valid
+    as the target's own (``sub``)."""
     from ..experiments import get_experiment
     from ..experiments.baselines import EXTRA_BASELINES
     from ..experiments.tuning import TUNING_KEY, apply_overrides, grid_points
 
-    targets = schema.get("properties", {}).get("experiments", {}).get("properties", {})
+    if not params.get(TUNING_KEY):
+        return []
+    where = f"config['experiments'][{target!r}]['tuning']"
+    spec = params[TUNING_KEY]
+    try:
+        settings = list(get_experiment(target).settings(params))
+    except (KeyError, TypeError, ValueError) as exc:  # a bad method list, named by the schema too
+        return [f"{where}['grid']: the target's settings cannot be listed ({exc})"]
     lines = []
-    for target, params in (config.get("experiments") or {}).items():
-        if not isinstance(params, Mapping) or not params.get(TUNING_KEY) or target not in targets:
-            continue
-        where = f"config['experiments'][{target!r}]['tuning']"
-        spec = params[TUNING_KEY]
-        try:
-            settings = list(get_experiment(target).settings(params))
-        except (KeyError, TypeError, ValueError) as exc:  # a bad method list, named by the schema too
-            lines.append(f"{where}['grid']: the target's settings cannot be listed ({exc})")
-            continue
-        # an extra baseline's grid may wait for the overlay that lists it (its block configured)
-        waiting = {name for name in EXTRA_BASELINES if isinstance(params.get(name), Mapping)}
-        unknown = sorted(set(spec.get("grid") or {}) - set(settings) - waiting)
-        if unknown:
-            lines.append(f"{where}['grid']: methods {unknown} are not in the target's methods "
-                         f"(a grid is keyed by the target's job settings: {settings})")
-        sub = jsonschema.Draft202012Validator({"$defs": schema.get("$defs", {}), **targets[target]})
-        base = {k: v for k, v in params.items() if k != TUNING_KEY}
-        for method in spec.get("grid") or {}:
-            for k, point in enumerate(grid_points(params, method)):
-                try:
-                    merged = apply_overrides(apply_overrides(base, spec.get("overrides") or {}), point)
-                except KeyError as exc:
-                    lines.append(f"{where}['grid'][{method!r}]: {exc.args[0]}")
-                    break
-                errors = sorted(sub.iter_errors(merged), key=lambda e: list(e.absolute_path))
-                for e in errors:
-                    path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path)
-                    lines.append(f"{where}['grid'][{method!r}], point {k} {point}{path}: {e.message}")
-                if errors:
-                    break
+    # an extra baseline's grid may wait for the overlay that lists it (its block configured)
+    waiting = {name for name in EXTRA_BASELINES if isinstance(params.get(name), Mapping)}
+    unknown = sorted(set(spec.get("grid") or {}) - set(settings) - waiting)
+    if unknown:
+        lines.append(f"{where}['grid']: methods {unknown} are not in the target's methods "
+                     f"(a grid is keyed by the target's job settings: {settings})")
+    base = {k: v for k, v in params.items() if k != TUNING_KEY}
+    for method in spec.get("grid") or {}:
+        for k, point in enumerate(grid_points(params, method)):
+            try:
+                merged = apply_overrides(apply_overrides(base, spec.get("overrides") or {}), point)
+            except KeyError as exc:
+                lines.append(f"{where}['grid'][{method!r}]: {exc.args[0]}")
+                break
+            errors = sorted(sub.iter_errors(merged), key=lambda e: list(e.absolute_path))
+            for e in errors:
+                path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in e.absolute_path)
+                lines.append(f"{where}['grid'][{method!r}], point {k} {point}{path}: {e.message}")
+            if errors:
+                break
     return lines
 
 

@@ -30,8 +30,8 @@ from ..experiments.tuning import (
 )
 from ..experiments.variants import (
     VARIANT_COLUMN,
-    join_setting,
-    split_setting,
+    JobView,
+    job_views,
     tag_variant,
     variant_names,
     variant_params,
@@ -68,30 +68,32 @@ TRAILING = ["method", "penalty", "lam", "seed", "metric", "value"]
 
 
 def seeds(config: Mapping[str, Any], target: str) -> list[int]:
-    """Repetition seeds of a target: ``0 .. repetitions - 1`` (the config seed is mixed in)."""
+    """Repetition seeds of a target: ``0 .. repetitions - 1`` (the config's ``base_seed`` is
+    mixed in by :func:`~networkedfl.seeding.rng_for`)."""
     return list(range(int(config["experiments"][target]["repetitions"])))
+
+
+def views(config: Mapping[str, Any], target: str) -> dict[str, JobView]:
+    """Every job of ``target`` by setting (:func:`~networkedfl.experiments.variants.job_views`):
+    its variant, own setting and parameters (the variant's overrides merged, before any
+    tuning). Every job's parameters come from here, read once per call."""
+    return job_views(config["experiments"][target], get_experiment(target).settings)
+
+
+def _view(config: Mapping[str, Any], target: str, setting: str,
+          jobs: Mapping[str, JobView] | None = None) -> JobView:
+    """The :class:`~networkedfl.experiments.variants.JobView` of ``setting`` (from ``jobs``,
+    the target's :func:`views`, if given); a ValueError naming the target's settings if it has
+    no such job."""
+    jobs = views(config, target) if jobs is None else jobs
+    if setting not in jobs:
+        raise ValueError(f"{target} has no setting {setting!r}; settings: {list(jobs)}")
+    return jobs[setting]
 
 
 def job_settings(config: Mapping[str, Any], target: str) -> list[str]:
     """The target's job names; with variants, ``<variant>.<setting>`` for every variant."""
-    experiment = get_experiment(target)
-    params = config["experiments"][target]
-    names = variant_names(params)
-    if not names:
-        return experiment.settings(params)
-    return [join_setting(v, s) for v in names for s in experiment.settings(variant_params(params, v))]
-
-
-def _variant_view(config: Mapping[str, Any], target: str,
-                  setting: str | None = None) -> tuple[dict[str, Any], str | None, str | None]:
-    """``(parameters, variant, own setting)`` of the job of ``setting`` (``<variant>.<setting>``
-    for a target with variants): the target's block with the variant's overrides merged, before
-    any tuning; without ``setting`` the base parameters. Every job's parameters come from here."""
-    params = config["experiments"][target]
-    if setting is None:
-        return variant_params(params, None), None, None
-    variant, own = split_setting(params, setting)
-    return variant_params(params, variant), variant, own
+    return list(views(config, target))
 
 
 def job_inputs(config: Mapping[str, Any], target: str, setting: str | None = None) -> dict[str, str | list[str]]:
@@ -104,7 +106,9 @@ def job_inputs(config: Mapping[str, Any], target: str, setting: str | None = Non
     experiment = get_experiment(target)
     if experiment.inputs is None:
         return {}
-    return dict(experiment.inputs(_variant_view(config, target, setting)[0]))
+    params = variant_params(config["experiments"][target], None) if setting is None \
+        else _view(config, target, setting).params
+    return dict(experiment.inputs(params))
 
 
 def _missing(inputs: Mapping[str, str | list[str]]) -> list[str]:
@@ -130,27 +134,22 @@ def _input_kwargs(experiment: Any, target: str, inputs: Mapping[str, str | list[
 def job_params(config: Mapping[str, Any], target: str, setting: str) -> dict[str, Any]:
     """The target's parameters as the jobs of ``setting`` see them (only its own method's
     tuning grid; :func:`~networkedfl.experiments.tuning.for_setting`)."""
-    params = config["experiments"][target]
-    return for_setting(params, split_setting(params, setting)[1])
+    return for_setting(config["experiments"][target], _view(config, target, setting).own_setting)
 
 
 def tuning_jobs(config: Mapping[str, Any], target: str) -> list[tuple[str, int]]:
     """``(setting, point)`` of every grid point ``target`` tunes (none without a tuning
     grid); the pipeline runs the points of one setting in one job (:func:`tuning_settings`)."""
-    jobs = []
-    for setting in job_settings(config, target):
-        params, _, own = _variant_view(config, target, setting)
-        jobs += [(setting, k) for k in range(len(grid_points(params, own)))]
-    return jobs
+    return [(setting, k) for setting, view in views(config, target).items()
+            for k in range(len(grid_points(view.params, view.own_setting)))]
 
 
 def tuning_spec(config: Mapping[str, Any], target: str, setting: str, point: int) -> dict[str, Any]:
     """What one tuning job depends on (:func:`~networkedfl.experiments.tuning.point_spec`),
     plus its ``variant`` and the experiment's own ``setting``."""
-    if setting not in job_settings(config, target):
-        raise ValueError(f"{target} has no setting {setting!r}; settings: {job_settings(config, target)}")
-    params, variant, own = _variant_view(config, target, setting)
-    return {**point_spec(params, own, int(point)), "variant": variant, "setting": own}
+    view = _view(config, target, setting)
+    return {**point_spec(view.params, view.own_setting, int(point)), "variant": view.variant,
+            "setting": view.own_setting}
 
 
 def tuning_settings(config: Mapping[str, Any], target: str) -> list[str]:
@@ -161,7 +160,11 @@ def tuning_settings(config: Mapping[str, Any], target: str) -> list[str]:
 def tuning_specs(config: Mapping[str, Any], target: str, setting: str) -> list[dict[str, Any]]:
     """The :func:`tuning_spec` of every point of ``setting``'s grid, in grid order: what its
     tuning job depends on (editing another method's grid changes none of them)."""
-    return [tuning_spec(config, target, setting, k) for s, k in tuning_jobs(config, target) if s == setting]
+    view = views(config, target).get(setting)
+    if view is None:
+        return []
+    return [{**point_spec(view.params, view.own_setting, k), "variant": view.variant, "setting": view.own_setting}
+            for k in range(len(grid_points(view.params, view.own_setting)))]
 
 
 #: Column of a tuning job's file: the key of the run that gave the row (:func:`point_key`).
@@ -282,17 +285,14 @@ class _Job(NamedTuple):
     extra: dict[str, Any]
 
 
-def _prepare(config: Mapping[str, Any], target: str, setting: str,
+def _prepare(view: JobView, target: str, base_seed: int,
              inputs: Mapping[str, str | list[str]] | None, tuning: Sequence[pd.DataFrame] | None) -> _Job:
-    """Read ``target``'s parameters once for the job of ``setting`` (every seed it runs)."""
+    """The job of ``view`` (its parameters read once, for every seed it runs) with the tuned
+    values applied and its input files."""
     experiment = get_experiment(target)
-    settings = job_settings(config, target)
-    if setting not in settings:
-        raise ValueError(f"{target} has no setting {setting!r}; settings: {settings}")
-    params, variant, own_setting = _variant_view(config, target, setting)
-    params = tuned_params(params, own_setting, tuning)
-    extra = _input_kwargs(experiment, target, inputs, lambda: job_inputs(config, target, setting))
-    return _Job(experiment, target, setting, variant, own_setting, params, int(config["seed"]), extra)
+    extra = _input_kwargs(experiment, target, inputs, lambda: dict(experiment.inputs(view.params)))
+    params = tuned_params(view.params, view.own_setting, tuning)
+    return _Job(experiment, target, view.setting, view.variant, view.own_setting, params, int(base_seed), extra)
 
 
 def _run_seed(job: _Job, seed: int) -> pd.DataFrame:
@@ -320,7 +320,7 @@ def run_job(config: Mapping[str, Any], target: str, setting: str, seed: int,
     the tables of the setting's tuning jobs when its method is tuned (the chosen point's
     values replace the configured ones, :func:`~networkedfl.experiments.tuning.tuned_params`).
     """
-    return _run_seed(_prepare(config, target, setting, inputs, tuning), int(seed))
+    return _run_seed(_prepare(_view(config, target, setting), target, config["base_seed"], inputs, tuning), int(seed))
 
 
 def _check_finite_values(table: pd.DataFrame, job: str) -> None:
@@ -342,10 +342,10 @@ def _check_finite_values(table: pd.DataFrame, job: str) -> None:
 def tuning_table(config: Mapping[str, Any], target: str,
                  tables: Mapping[str, Sequence[pd.DataFrame]]) -> pd.DataFrame | None:
     """The ``tuning_`` rows of ``target``'s table from its tuning jobs' tables by setting."""
-    parts = []
+    parts, jobs = [], views(config, target)
     for setting, results in tables.items():
-        params, variant, own = _variant_view(config, target, setting)
-        parts.append(tag_variant(tuning_rows(params, own, results), variant))
+        view = _view(config, target, setting, jobs)
+        parts.append(tag_variant(tuning_rows(view.params, view.own_setting, results), view.variant))
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
@@ -361,8 +361,17 @@ def run_setting(config: Mapping[str, Any], target: str, setting: str, seed_list:
     """
     if not len(seed_list):
         raise ValueError(f"{target}, setting {setting!r}: no repetition seed (repetitions must be >= 1)")
+    return _run_view(_view(config, target, setting), target, config["base_seed"], seed_list, inputs, tuning)
+
+
+def _run_view(view: JobView, target: str, base_seed: int, seed_list: Sequence[int],
+              inputs: Mapping[str, str | list[str]] | None, tuning: Sequence[pd.DataFrame] | None) -> pd.DataFrame:
+    """:func:`run_setting` of a resolved job."""
+    setting = view.setting
+    if not len(seed_list):
+        raise ValueError(f"{target}, setting {setting!r}: no repetition seed (repetitions must be >= 1)")
     log.info("running %s, setting %s, seeds %s", target, setting, ", ".join(str(int(s)) for s in seed_list))
-    job, frames = _prepare(config, target, setting, inputs, tuning), []  # the parameters read once
+    job, frames = _prepare(view, target, base_seed, inputs, tuning), []  # the parameters read once
     for seed in seed_list:
         text = _run_seed(job, int(seed)).to_csv(index=False, float_format="%.17g")
         frames.append(pd.read_csv(io.StringIO(text)))
@@ -420,26 +429,29 @@ def run_group(config: Mapping[str, Any], target: str, job: str, seed_list: Seque
     so a reused setting and a computed one are the same bytes in the file; a grouped job's
     rows carry their key (:data:`SETTING_KEY`), which :func:`collect_tables` drops.
     """
-    if job in job_settings(config, target):  # one setting (also one of a grouped target's)
-        return run_setting(config, target, job, seed_list, inputs, (tuning or {}).get(job))
-    settings = job_groups(config, target)[job]
+    jobs = views(config, target)  # every job's parameters, read once
+    if job in jobs:  # one setting (also one of a grouped target's)
+        return _run_view(jobs[job], target, config["base_seed"], seed_list, inputs, (tuning or {}).get(job))
+    if not (get_experiment(target).group_settings and len(jobs) > 1) or job != GROUP_JOB:
+        raise ValueError(f"{target} has no job {job!r}; jobs: {list(job_groups(config, target))}")
+    settings = list(jobs)
     digests = input_digests({k: v for k, v in (inputs or {}).items() if k != "tuning"})
     known: dict[str, pd.DataFrame] = {}
     if previous is not None and SETTING_KEY in previous:
         known = {str(key): rows for key, rows in previous.groupby(SETTING_KEY, sort=False)}
     frames, reused = [], 0
-    target_params = config["experiments"][target]
     for setting in settings:
-        variant, own = split_setting(target_params, setting)
-        setting_tuning = (tuning or {}).get(setting)
-        params = tuned_params(variant_params(job_params(config, target, setting), variant), own, setting_tuning)
-        key = setting_run_key(params, setting, seed_list, int(config["seed"]), code, digests)
+        view, setting_tuning = jobs[setting], (tuning or {}).get(setting)
+        # what the setting's rows depend on: its own method's tuning grid only (job_params)
+        params = tuned_params(for_setting(view.params, view.own_setting), view.own_setting, setting_tuning)
+        key = setting_run_key(params, setting, seed_list, int(config["base_seed"]), code, digests)
         if key in known:
             rows = known[key]
             log.info("reused %s/%s: unchanged since its last run", target, setting)
             reused += 1
         else:
-            rows = run_setting(config, target, setting, seed_list, inputs, setting_tuning).assign(**{SETTING_KEY: key})
+            rows = _run_view(view, target, config["base_seed"], seed_list, inputs,
+                             setting_tuning).assign(**{SETTING_KEY: key})
         # a setting's own columns: those it fills (a reused setting's rows come with every
         # column of the file), so that reusing a setting changes no column of the output
         text = rows.dropna(axis=1, how="all").to_csv(index=False, float_format="%.17g")

@@ -424,7 +424,7 @@ def test_client_data_constructors():
     rng = np.random.default_rng(13)
     node = NodeData(rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 4)))
     data = ClientData.from_node_data(node, dtype=torch.float64)
-    assert data.features.dtype == torch.float64 and data.n_samples.tolist() == [4.0] * 3
+    assert data.features.dtype == torch.float64 and data.weight_per_node.tolist() == [4.0] * 3
     ragged = ClientData.from_client_arrays(
         [rng.standard_normal((k, 2)) for k in (1, 4, 2)], [np.arange(k) for k in (1, 4, 2)], dtype=torch.float64
     )

@@ -175,7 +175,7 @@ def test_full_participation_is_the_previous_code_path(batch_size):
     ref = init.expand(3, -1).clone()
     for _ in range(4):
         local = local_sgd(model, ref[groups], data, epochs=2, batch_size=batch_size, lr=0.05, seed=gen)
-        ref = group_average(local, data.n_samples, groups, ref)
+        ref = group_average(local, data.weight_per_node, groups, ref)
     assert torch.equal(res.global_params, ref) and torch.equal(res.client_params, ref[groups])
 
     got = fedsgd(model, data, n_rounds=3, lr=0.05, groups=groups, init=init)
@@ -183,8 +183,8 @@ def test_full_participation_is_the_previous_code_path(batch_size):
     for _ in range(3):
         x1 = torch.cat([data.features, torch.ones_like(data.features[..., :1])], dim=-1)
         resid = (x1 @ ref[groups][:, :, None])[..., 0] - data.targets
-        grads = 2 * torch.einsum("nm,nmd->nd", data.sample_weights * resid, x1) / data.n_samples[:, None]
-        ref = ref - 0.05 * group_average(grads, data.n_samples, groups, torch.zeros_like(ref))
+        grads = 2 * torch.einsum("nm,nmd->nd", data.sample_weights * resid, x1) / data.weight_per_node[:, None]
+        ref = ref - 0.05 * group_average(grads, data.weight_per_node, groups, torch.zeros_like(ref))
     torch.testing.assert_close(got.global_params, ref, rtol=1e-13, atol=1e-15)
 
 

@@ -15,16 +15,16 @@ import torch
 
 from networkedfl.algorithms import (
     assign_nearest,
-    centre_distances,
+    center_distances,
     cluster_means,
     cluster_support,
     fesem,
     kmeans,
 )
 from networkedfl.experiments.gfl.synthetic import SYNTHETIC_ID, _adjusted_rand, mlp
-from networkedfl.experiments.registry import rng_for
 from networkedfl.nn import ClientBatches, make_generator
 from networkedfl.pipeline.config import load_config
+from networkedfl.seeding import rng_for
 
 REPO = Path(__file__).resolve().parents[3]
 N_PER, D_IN, D_OUT = 4, 3, 2
@@ -91,7 +91,7 @@ def same_partition(labels, truth):
 def test_fesem_recovers_planted_clusters_from_the_figures_initialisation(seed, config):
     x, y, truth = planted(seed)
     model = mlp([D_IN, D_OUT], activation="sigmoid", bias=False, loss="half_squared_norm")
-    init, generator = figure_start(model, seed, int(config["seed"]))
+    init, generator = figure_start(model, seed, int(config["base_seed"]))
     kwargs = figure_kwargs(config)
     assert kwargs["n_clusters"] == 3
     states = []
@@ -132,7 +132,7 @@ def test_fesem_with_frozen_coordinates_clusters_by_the_data_not_by_the_mask(seed
     absent[1::2, D_IN + extra // 2:] = True       # odd clients the other half
     x, y, truth = planted(seed, extra=extra, extra_weight=weight, absent=absent)
     model = mlp([d, D_OUT], activation="sigmoid", bias=False, loss="half_squared_norm")
-    init, generator = figure_start(model, seed, int(config["seed"]))
+    init, generator = figure_start(model, seed, int(config["base_seed"]))
     init = init.reshape(d, D_OUT)
     init[D_IN:] = weight
     mask = torch.as_tensor(np.repeat(~absent, D_OUT, axis=1), dtype=torch.float64)
@@ -171,7 +171,7 @@ def test_e_step_is_the_argmin_of_the_direct_distances():
     support = (torch.rand(3, 6, generator=g) > 0.3).double()
     for m, s in [(None, None), (mask, None), (None, support), (mask, support)]:
         direct = direct_distances(params, centres, m, s)
-        got = centre_distances(params, centres, m, s).numpy()
+        got = center_distances(params, centres, m, s).numpy()
         np.testing.assert_allclose(got, direct, rtol=1e-12)
         np.testing.assert_array_equal(assign_nearest(params, centres, m, s).numpy(),
                                       direct.argmin(1))
@@ -211,7 +211,7 @@ def test_kmeans_restarts_keep_the_lowest_inertia():
                         for c in torch.eye(4, dtype=torch.float64)[:3]])
 
     def inertia(centres, assignment):
-        return float(centre_distances(points, centres).gather(1, assignment[:, None]).sum())
+        return float(center_distances(points, centres).gather(1, assignment[:, None]).sum())
 
     for seed in range(5):
         one = kmeans(points, 3, torch.Generator().manual_seed(seed), n_init=1)

@@ -14,7 +14,7 @@ from networkedfl.algorithms import (
     epoch_order,
     local_momentum_sgd,
     local_training,
-    personalised_steps,
+    personalized_steps,
     pfedme,
 )
 from networkedfl.nn import ClientData, linear_regression, make_generator
@@ -87,21 +87,21 @@ def _t(a) -> torch.Tensor:
 # ---------------------------------------------------------------- pFedMe
 
 
-def test_personalised_steps_converge_to_the_exact_proximal_point():
+def test_personalized_steps_converge_to_the_exact_proximal_point():
     data, xs, ys = _clients(0, [5, 8, 3], 8, 3)
     model = linear_regression(3)
     rng = np.random.default_rng(1)
     anchors = rng.standard_normal((3, 3))
     start = rng.standard_normal((3, 3))
     lam = 3.0
-    theta = personalised_steps(
+    theta = personalized_steps(
         model, _t(start), _t(anchors), data.features, data.targets, data.sample_weights,
         lam=lam, lr=0.08, steps=400,
     )
     expected = np.array([_prox(x, y, a, lam) for x, y, a in zip(xs, ys, anchors, strict=True)])
     np.testing.assert_allclose(theta.numpy(), expected, rtol=0, atol=1e-10)
     # one step is exactly the stated gradient step of f_i + lam/2 ||theta - anchor||^2
-    one = personalised_steps(
+    one = personalized_steps(
         model, _t(start), _t(anchors), data.features, data.targets, data.sample_weights,
         lam=lam, lr=0.08, steps=1,
     )

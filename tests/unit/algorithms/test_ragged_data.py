@@ -33,7 +33,7 @@ def test_quantity_skew_buckets_store_at_most_twice_the_data():
     y = np.zeros(n_samples, dtype=np.int64)
     data = client_data(x, y, parts, layout="buckets")
     assert isinstance(data, ClientBuckets)
-    assert data.n_clients == 2000
+    assert data.n_nodes == 2000
     assert data.counts.tolist() == [len(p) for p in parts]
     stored = sum(b.features.numel() for b in data.buckets)
     assert stored <= 2 * x.size
@@ -48,7 +48,7 @@ def test_buckets_hold_every_client_in_order():
     torch.testing.assert_close(back.features, padded.features)
     torch.testing.assert_close(back.targets, padded.targets)
     torch.testing.assert_close(back.sample_weights, padded.sample_weights)
-    torch.testing.assert_close(data.n_samples, padded.n_samples)
+    torch.testing.assert_close(data.weight_per_node, padded.weight_per_node)
     sub = data.subset(torch.tensor([6, 0, 3]))
     torch.testing.assert_close(sub.padded().features, padded.subset([6, 0, 3]).features[:, :40])
 

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
 from networkedfl.datasets import _gfl_synthetic as gs
-from networkedfl.datasets import gaussian_mixture_centres, homologous_graph
+from networkedfl.datasets import gaussian_mixture_centers, homologous_graph
 from networkedfl.graphs import knn_graph
 
 
@@ -25,9 +25,9 @@ def dense_reference(z, k):
 @pytest.mark.parametrize(("n", "k", "seed"), [(50, 4, 0), (50, 4, 1), (200, 7, 2), (31, 1, 3)])
 def test_sparse_homologous_graph_equals_the_dense_construction(n, k, seed):
     rng = np.random.default_rng(seed)
-    centres = gaussian_mixture_centres(rng, 3, 64, (-0.5, 0.5))
+    centers = gaussian_mixture_centers(rng, 3, 64, (-0.5, 0.5))
     components = rng.integers(0, 3, n)
-    z, graph, w = homologous_graph(seed, centres, components, std=0.5, weight_shape=(8, 8), n_neighbours=k)
+    z, graph, w = homologous_graph(seed, centers, components, std=0.5, weight_shape=(8, 8), n_neighbours=k)
     ref_graph, ref_w = dense_reference(z, k)
     assert np.array_equal(np.asarray(graph.edges), np.asarray(ref_graph.edges))
     np.testing.assert_allclose(w.reshape(n, -1), ref_w, rtol=0, atol=1e-12)

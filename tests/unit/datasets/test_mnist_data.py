@@ -125,7 +125,7 @@ def test_graph_artefact_round_trips_and_jobs_are_deterministic(repo, vendored, t
     )
 
     spec = test_config["mnist_graphs"]["five_clusters"]
-    graph = build_mnist_graph("five_clusters", spec, train, test_config["seed"])
+    graph = build_mnist_graph("five_clusters", spec, train, test_config["base_seed"])
     path = tmp_path / "five_clusters.npz"
     save_mnist_graph(graph, path)
     back = load_mnist_graph(path)
@@ -138,7 +138,7 @@ def test_graph_artefact_round_trips_and_jobs_are_deterministic(repo, vendored, t
     experiment = get_experiment("gtv_fig07_mnist_five_clusters")
     assert mnist_settings(params) == [ALL_METHODS]
     assert mnist_settings({**params, "one_job": False}) == ["primal_dual", "local_sgd"]
-    base = test_config["seed"]
+    base = test_config["base_seed"]
 
     together = experiment.run(params, ALL_METHODS, 0, base, inputs=inputs)
     apart = pd.concat([experiment.run(params, m, 0, base, inputs=inputs)

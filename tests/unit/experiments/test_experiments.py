@@ -32,8 +32,8 @@ def test_instances_do_not_depend_on_the_penalty_job(test_config):
     target = "gtv_fig09_sbm_sampling"
     params = test_config["experiments"][target]
     point = grid_points(params)[1]
-    a = build_instance(params, point, rng_for(test_config["seed"], target, 0, point))
-    b = build_instance(params, point, rng_for(test_config["seed"], target, 0, point))
+    a = build_instance(params, point, rng_for(test_config["base_seed"], target, 0, point))
+    b = build_instance(params, point, rng_for(test_config["base_seed"], target, 0, point))
     assert np.array_equal(a.graph.edges, b.graph.edges)
     assert np.array_equal(a.data.labels, b.data.labels)
     assert np.array_equal(a.mask, b.mask)
@@ -141,7 +141,7 @@ def test_ring_graph():
 def test_lecture_table_claims_detect_a_changed_cell():
     from networkedfl.experiments.lecture.claims import lecture_table_claims
 
-    table = run_job({"seed": 1, "experiments": {"lecture_table1_fedsgd_fedavg": {"repetitions": 1}}},
+    table = run_job({"base_seed": 1, "experiments": {"lecture_table1_fedsgd_fedavg": {"repetitions": 1}}},
                     "lecture_table1_fedsgd_fedavg", "all", 0)
     claims = lecture_table_claims(table, {})
     assert [c.passed for c in claims] == [True] and "verbatim" not in claims[0].claim  # issue 40

@@ -76,14 +76,14 @@ def test_knn_graph_gives_every_node_k_neighbours():
 
 
 def test_homologous_graphs_share_the_mixture_and_propagate_the_ground_truth():
-    hg = homologous_graphs(np.random.default_rng(1), n_nodes=40, n_centres=3, centre_range=(-0.5, 0.5),
+    hg = homologous_graphs(np.random.default_rng(1), n_nodes=40, n_centers=3, center_range=(-0.5, 0.5),
                            std=0.5, weight_shape=(8, 8), n_neighbours=4)
-    assert hg.centres.shape == (3, 64) and np.all(np.abs(hg.centres) <= 0.5)
+    assert hg.centers.shape == (3, 64) and np.all(np.abs(hg.centers) <= 0.5)
     assert hg.train_graph.n_nodes == hg.test_graph.n_nodes == 40
     assert not np.array_equal(hg.z_train, hg.z_test)
     # node vectors scatter with std 0.5 around their (shared) component centre in both graphs
     for z in (hg.z_train, hg.z_test):
-        resid = z - hg.centres[hg.components]
+        resid = z - hg.centers[hg.components]
         assert abs(resid.std() - 0.5) < 0.03
     a = hg.train_graph.adjacency.toarray() + np.eye(40)
     d = a.sum(1)
@@ -228,7 +228,7 @@ def test_homologous_graph_draws_nodes_around_their_components_centres():
                                    propagate=False)
     assert abs((z - centres[components]).std() - 0.5) < 0.01 and graph.degrees.min() >= 4
     np.testing.assert_array_equal(w.reshape(300, 64), z)
-    with pytest.raises(ValueError, match="centres must be"):
+    with pytest.raises(ValueError, match="centers must be"):
         homologous_graph(1, centres[:, :10], components, std=0.5, weight_shape=(8, 8), n_neighbours=4)
 
 

@@ -65,7 +65,7 @@ def test_a_registered_target_is_in_every_generated_list(dummy, repo):
     schema = load_schema(SCHEMA)
     assert DUMMY in schema["$defs"]["target_id"]["enum"]
     assert schema["properties"]["experiments"]["properties"][DUMMY] == {"$ref": "#/$defs/star_lambda"}
-    config = {"seed": 0, "data": {"mnist": {"sources": ["vendored"]}, "reviews": {"sources": ["vendored"]}},
+    config = {"base_seed": 0, "data": {"mnist": {"sources": ["vendored"]}, "reviews": {"sources": ["vendored"]}},
               "targets": [DUMMY], "experiments": {}}
     fig13 = copy.deepcopy(yaml.safe_load((repo / "config" / "config.yaml").read_text())
                           ["experiments"]["gtv_fig13_star_lambda"])
@@ -75,7 +75,7 @@ def test_a_registered_target_is_in_every_generated_list(dummy, repo):
 
 
 def test_without_registration_the_id_is_refused(repo):
-    config = {"seed": 0, "data": {"mnist": {"sources": ["vendored"]}, "reviews": {"sources": ["vendored"]}},
+    config = {"base_seed": 0, "data": {"mnist": {"sources": ["vendored"]}, "reviews": {"sources": ["vendored"]}},
               "targets": [DUMMY], "experiments": {}}
     with pytest.raises(ConfigError, match=DUMMY):
         validate_config(config, SCHEMA)

@@ -57,7 +57,7 @@ def _problem(seed: int = 0, m: int = 7):
 def test_sum_loss_iterates_equal_the_mean_loss_with_scaled_steps(penalty):
     """Sum loss with (tau, sigma, lam) == mean loss with (m tau, sigma/m, lam/m), per iterate."""
     graph, data, mask = _problem(m=7)
-    m = data.n_samples
+    m = data.max_samples
     tau, sigma = default_step_sizes(graph)
     lam = 0.3
     seen = {"sum": [], "mean": []}
@@ -90,7 +90,7 @@ def test_sum_loss_prox_is_the_explicit_sum_of_squares_formula():
         expected = np.linalg.solve(2 * tau[i] * x.T @ x + np.eye(data.dim), w_hat[i] + 2 * tau[i] * x.T @ y)
         np.testing.assert_allclose(got[i], expected, rtol=1e-12, atol=1e-12)
     value = SquaredErrorLoss(data, mask, reduction="sum").value(w_hat)
-    np.testing.assert_allclose(value, data.n_samples * SquaredErrorLoss(data, mask).value(w_hat), rtol=1e-12)
+    np.testing.assert_allclose(value, data.max_samples * SquaredErrorLoss(data, mask).value(w_hat), rtol=1e-12)
 
 
 def test_unknown_reduction_is_named():
@@ -239,7 +239,7 @@ def test_shared_graph_and_data_across_repetitions(test_config):
            (tables["published", 0], tables["published", 1])]
     # the same graph and data with a new M: pooled models on other nodes differ, but the data are shared
     params = variant_params(config["experiments"][target], "published")
-    from networkedfl.experiments.registry import rng_for
+    from networkedfl.seeding import rng_for
     point = {"p_out": 0.01, "M": 0.4, "sigma": 0.0}
     shared = [build_instance(params, point, rng_for(1, target, s, point),
                              graph_rng=rng_for(1, target, 0, "shared", "graph", point),

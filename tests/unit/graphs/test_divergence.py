@@ -78,7 +78,7 @@ def _fake_target(monkeypatch, run):
                                      run=run, claims=lambda table, params: [],
                                      settings=lambda params: ["a", "b"])
     monkeypatch.setitem(registry.EXPERIMENTS, "fake_target", experiment)
-    return {"seed": 0, "experiments": {"fake_target": {}}}
+    return {"base_seed": 0, "experiments": {"fake_target": {}}}
 
 
 def test_a_job_with_non_finite_metrics_fails_naming_target_setting_seed_and_metric(monkeypatch):

@@ -26,7 +26,7 @@ def test_linear_model_data_shapes():
     data = linear_model_data(w, 7, 0.1, np.random.default_rng(1))
     assert data.features.shape == (5, 7, 3)
     assert data.labels.shape == (5, 7)
-    assert (data.n_nodes, data.n_samples, data.dim) == (5, 7, 3)
+    assert (data.n_nodes, data.max_samples, data.dim) == (5, 7, 3)
     x, y = data.pooled(np.array([1, 3]))
     np.testing.assert_array_equal(x, np.concatenate([data.features[1], data.features[3]]))
     np.testing.assert_array_equal(y, np.concatenate([data.labels[1], data.labels[3]]))

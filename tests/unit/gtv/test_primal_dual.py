@@ -59,7 +59,7 @@ def _objective(graph, data, mask, name, lam, w):
 
 def _local_gradients(data, mask, w):
     """grad L_i(w_i) = (2/m) X_i^T (X_i w_i - y_i) for i in M, 0 otherwise."""
-    m = data.n_samples
+    m = data.max_samples
     grad = np.zeros_like(w)
     for i in range(data.n_nodes):
         if mask[i]:

@@ -350,7 +350,7 @@ def test_next_word_batches_draw_the_windows_of_the_wrapped_source():
     ids, targets, weights = _random_windows(3, m=8)
     windows = ClientBatches(ids, targets, weights)
     source = NextWordBatches(windows, 9)
-    assert source.n_clients == 3
+    assert source.n_nodes == 3
     rows, dist, row_weights = source.sample(3, torch.Generator().manual_seed(7))
     x, y, w = windows.sample(3, torch.Generator().manual_seed(7))
     expected = WordPairCounts.from_windows(x, y, w, 9)

@@ -27,6 +27,19 @@ def test_shipped_configs_validate(repo, schema_path):
         "gtv_fig09_sbm_sampling"]["n_iter"]
 
 
+def test_the_old_seed_key_is_refused_with_its_new_name(repo, schema_path):
+    """Issue 43 item 3: the base seed is ``base_seed``; a config or overlay still writing the
+    old top-level ``seed`` is refused with a message naming the new key (not the schema's
+    bare "additional property"), and ``seed`` stays the repetition index."""
+    config = _default(repo)
+    config["seed"] = config.pop("base_seed")
+    with pytest.raises(ConfigError, match=r"config\['seed'\]: renamed 'base_seed'; write `base_seed: 2023`"):
+        validate_config(config, schema_path)
+    config["base_seed"] = 2023  # both: the old key is still refused
+    with pytest.raises(ConfigError, match="renamed 'base_seed'"):
+        validate_config(config, schema_path)
+
+
 def test_every_registered_target_is_configured_and_in_the_schema(repo, schema_path):
     config = _default(repo)
     schema = load_schema(schema_path)  # the file's blocks with the registry's targets
@@ -90,7 +103,7 @@ def test_nested_command_line_values_get_the_types_of_a_config_file():
     """Snakemake reads a nested --config value with YAML's base loader: every scalar a string."""
     given = {"n_iter": "500", "sigma": "1e-3", "penalty": "nlasso", "lam_range": ["0.01", "10"],
              "sweeps": [{"d": ["2"]}], "flag": "true", "glove_path": "null"}
-    config = {"seed": 1, "experiments": {"x": {**copy.deepcopy(given), "kept": "7"}, "y": {"a": "3"}}}
+    config = {"base_seed": 1, "experiments": {"x": {**copy.deepcopy(given), "kept": "7"}, "y": {"a": "3"}}}
     type_command_line_values(config, {"experiments": {"x": given}})
     assert config["experiments"]["x"] == {"n_iter": 500, "sigma": 0.001, "penalty": "nlasso", "lam_range": [0.01, 10],
                                           "sweeps": [{"d": [2]}], "flag": True, "glove_path": None, "kept": "7"}

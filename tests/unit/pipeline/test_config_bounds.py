@@ -197,14 +197,14 @@ def test_the_shipped_configs_are_far_below_the_size_and_depth_bounds(repo):
 
 def test_overlays_from_the_config_key_are_merged_in_order_and_the_command_line_wins(tmp_path):
     first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
-    first.write_text("seed: 5\nexperiments: {a: {n: 1, m: 2}}\n")
+    first.write_text("base_seed: 5\nexperiments: {a: {n: 1, m: 2}}\n")
     second.write_text("experiments: {a: {n: 3}}\n")
-    config = {"seed": 1, "overlays": [str(first), str(second)], "experiments": {"a": {"n": 0, "k": 9}}}
+    config = {"base_seed": 1, "overlays": [str(first), str(second)], "experiments": {"a": {"n": 0, "k": 9}}}
     same = config
-    merge_overlays(config, {"overlays": [str(first), str(second)], "seed": 7})
+    merge_overlays(config, {"overlays": [str(first), str(second)], "base_seed": 7})
     assert same is config  # Snakemake's config object, changed in place
-    assert config["experiments"] == {"a": {"n": 3, "m": 2, "k": 9}} and config["seed"] == 7
-    one = {"seed": 1, "overlays": str(second)}
+    assert config["experiments"] == {"a": {"n": 3, "m": 2, "k": 9}} and config["base_seed"] == 7
+    one = {"base_seed": 1, "overlays": str(second)}
     merge_overlays(one, {})
     assert one["experiments"] == {"a": {"n": 3}}
 
@@ -216,7 +216,7 @@ def test_overlays_from_the_config_key_are_merged_in_order_and_the_command_line_w
 def test_bad_overlays_are_named(overlays, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=re.escape(message)):
-        merge_overlays({"seed": 1, "overlays": overlays}, {})
+        merge_overlays({"base_seed": 1, "overlays": overlays}, {})
 
 
 def test_an_overlay_is_a_mapping_and_names_no_further_overlays(tmp_path):

@@ -58,13 +58,13 @@ def test_unchanged_settings_are_taken_from_the_last_output(test_config, grouped,
     write_csv(first, tmp_path / "settings.csv")
     previous = pd.read_csv(tmp_path / "settings.csv")
     ran = []
-    original = runner.run_setting
+    original = runner._run_view  # what run_group runs a setting's resolved job with
 
-    def spy(config, target, setting, *args, **kwargs):
-        ran.append(setting)
-        return original(config, target, setting, *args, **kwargs)
+    def spy(view, *args, **kwargs):
+        ran.append(view.setting)
+        return original(view, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "run_setting", spy)
+    monkeypatch.setattr(runner, "_run_view", spy)
     again = run_group(test_config, TARGET, GROUP_JOB, seed_list, code="c", previous=previous)
     assert ran == [] and _bytes(again) == _bytes(first)
     # one variant's parameters edited: only its settings run again, the rest are the same rows

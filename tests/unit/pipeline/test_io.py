@@ -121,7 +121,7 @@ def test_a_setting_job_without_seeds_is_an_error_naming_it():
     from networkedfl.pipeline.runner import run_setting
 
     with pytest.raises(ValueError, match=r"gtv_fig09_sbm_sampling, setting 'x': no repetition seed"):
-        run_setting({"seed": 0, "experiments": {}}, "gtv_fig09_sbm_sampling", "x", [])
+        run_setting({"base_seed": 0, "experiments": {}}, "gtv_fig09_sbm_sampling", "x", [])
 
 
 def test_restore_previous_puts_the_last_good_version_back_dated_before_its_input(tmp_path):

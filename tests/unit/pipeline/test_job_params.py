@@ -23,7 +23,7 @@ class _Counting(dict):
 
 def _reads(seeds):
     experiments = _Counting({TARGET: {"repetitions": len(seeds)}})
-    table = run_setting({"seed": 1, "experiments": experiments}, TARGET, "all", seeds)
+    table = run_setting({"base_seed": 1, "experiments": experiments}, TARGET, "all", seeds)
     return experiments.reads, table
 
 
@@ -31,6 +31,6 @@ def test_a_job_reads_its_parameters_once_whatever_its_seeds():
     one, _ = _reads([0])
     ten, table = _reads(list(range(10)))
     assert ten == one
-    config = {"seed": 1, "experiments": {TARGET: {"repetitions": 10}}}
+    config = {"base_seed": 1, "experiments": {TARGET: {"repetitions": 10}}}
     alone = pd.concat([run_job(config, TARGET, "all", s) for s in (0, 9)], ignore_index=True)
     assert table[table["seed"].isin([0, 9])].astype(str).reset_index(drop=True).equals(alone.astype(str))

@@ -36,7 +36,7 @@ from ...fedrelax import (
     variation,
     weight_mse,
 )
-from ..registry import rng_for
+from ...seeding import rng_for
 from ..tuning import VALIDATION_METRIC
 
 __all__ = [

@@ -53,8 +53,8 @@ from ...datasets import (
 )
 from ...datasets.reviews import DOMAINS, LABELLED_SPLITS, PUBLISHED_TABLE_10_2, read_domain
 from ...graphs import EmpiricalGraph, knn_graph
+from ...seeding import generator_for, rng_for
 from ..claims import LOCAL, MEAN
-from ..registry import rng_for
 from ..tuning import VALIDATION_METRIC, split_ragged
 from .reviews import corpus_inputs
 from .synthetic import DIAGNOSTICS
@@ -356,7 +356,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     import torch
 
     from ...algorithms import bigfl, dfl_gt, dfl_sgd, fedavg_steps, fesem
-    from ...nn import NextWordBatches, NPLMLayout, as_device, as_dtype, make_generator, nplm
+    from ...nn import NextWordBatches, NPLMLayout, as_device, as_dtype, nplm
 
     if setting not in METHOD_NAMES:
         raise ValueError(f"unknown method {setting!r}; expected one of {list(METHOD_NAMES)}")
@@ -389,7 +389,7 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     shape = params["model"]
     layout = NPLMLayout(len(task.vocabulary), int(shape["embed_dim"]), int(shape["hidden_dim"]))
     model = nplm(layout, embedding=task.embedding)
-    start = model.initial_params(make_generator(rng_for(base_seed, experiment_id, seed, "init")),
+    start = model.initial_params(generator_for(base_seed, experiment_id, seed, "init"),
                                  dtype=torch.float64)
     init = layout.zero_absent_rows(start, task.present).to(dtype=dtype, device=device)
     mask = torch.as_tensor(layout.frozen_rows_mask(task.present)).to(dtype=dtype, device=device)

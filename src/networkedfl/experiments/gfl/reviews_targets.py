@@ -32,11 +32,13 @@ register_target(
         "dfl-gt-tracker", "dfl-sgd-order", "fesem", "bigfl",
     ),
     paper_scale={
-        "vocab_size": "63,144 words [paper]; EXPERIMENTS.md's CPU profile 5,000 [choice]",
-        "rounds": "50 (EXPERIMENTS.md's paper profile; the chapter does not say) [choice]",
-        "local_steps": "one epoch per round (EXPERIMENTS.md's paper profile) [choice]",
+        "vocab_size": "63,144 words [paper]; 5,000 in the reproduction's CPU profile (EXPERIMENTS.md) [choice]",
+        "rounds": "not stated [paper]; 50 in the reproduction's paper profile (EXPERIMENTS.md) [choice]",
+        "local_steps": "not stated [paper]; one epoch per round in the reproduction's paper profile "
+                       "(EXPERIMENTS.md) [choice]",
         "batch_size": "100 windows of 35 [paper]",
-        "test_documents": "all 400 test reviews per domain (EXPERIMENTS.md's paper profile) [choice]",
+        "test_documents": "not stated [paper]; all 400 test reviews per domain in the reproduction's paper "
+                          "profile (EXPERIMENTS.md) [choice]",
         "repetitions": "not stated [paper] (figure: one curve per method)",
     },
     order=5, schema="reviews_nlp",

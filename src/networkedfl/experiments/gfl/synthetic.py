@@ -34,6 +34,7 @@ from ...datasets import (
     node_regression_data,
 )
 from ...graphs import EmpiricalGraph, ring
+from ...seeding import generator_for, rng_for
 from ..baselines import (
     EXTRA_BASELINES,
     baseline_options,
@@ -41,7 +42,6 @@ from ..baselines import (
     run_baseline,
 )
 from ..claims import CLUSTER_ORACLE, LOCAL, MEAN, ORACLE
-from ..registry import rng_for
 from ..tuning import VALIDATION_METRIC, evaluation_data
 
 __all__ = [
@@ -201,7 +201,7 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
     data and the loss on the union of the held-out sets is recorded as ``validation_loss``.
     """
     from ...algorithms import dfl_gt, dfl_sgd, fedavg_steps
-    from ...nn import ClientBatches, inverse_sqrt, make_generator
+    from ...nn import ClientBatches, inverse_sqrt
 
     torch, dtype, device = _torch_setup(params)
     nodes = heterogeneous_nodes(
@@ -230,7 +230,7 @@ def run_dfl(params: Params, setting: str, seed: int, base_seed: int, *,
         return pd.DataFrame.from_records(records)
     model = mlp([int(params["dim"]), *map(int, params["hidden"]), 1], activation=params["activation"],
                 bias=True, loss="squared")
-    init = model.initial_params(make_generator(rng_for(base_seed, experiment_id, seed, "init")),
+    init = model.initial_params(generator_for(base_seed, experiment_id, seed, "init"),
                                 dtype=dtype, device=device)
     data = ClientBatches.from_arrays(x_train, y_train, dtype=dtype, device=device)
     x_test = torch.as_tensor(x_eval).to(dtype=dtype, device=device).reshape(-1, x_eval.shape[-1])
@@ -313,8 +313,8 @@ def synthetic_instance(spec: Params, seed: int, base_seed: int) -> SyntheticInst
     (its ``data`` key)."""
     rng = rng_for(base_seed, SYNTHETIC_ID, seed, "data")
     hg = homologous_graphs(
-        rng, n_nodes=int(spec["n_nodes"]), n_centres=int(spec["n_centres"]),
-        centre_range=spec["centre_range"], std=float(spec["std"]),
+        rng, n_nodes=int(spec["n_nodes"]), n_centers=int(spec["n_centres"]),
+        center_range=spec["centre_range"], std=float(spec["std"]),
         weight_shape=spec["weight_shape"], n_neighbours=int(spec["n_neighbours"]),
         propagate=bool(spec.get("propagate_ground_truth", True)))
     m, rng_in = int(spec["n_samples"]), spec["input_range"]
@@ -338,7 +338,7 @@ def validation_instance(inst: SyntheticInstance, spec: Params, seed: int, base_s
     """
     rng = rng_for(base_seed, SYNTHETIC_ID, seed, "validation-graph")
     hg = inst.graphs
-    z, graph, w = homologous_graph(rng, hg.centres, hg.components, std=float(spec["std"]),
+    z, graph, w = homologous_graph(rng, hg.centers, hg.components, std=float(spec["std"]),
                                    weight_shape=spec["weight_shape"], n_neighbours=int(spec["n_neighbours"]),
                                    propagate=bool(spec.get("propagate_ground_truth", True)))
     x, y = node_regression_data(rng, w, int(spec["n_samples"]), inst.input_range)
@@ -390,7 +390,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     clients on them.
     """
     from ...algorithms import bigfl, dfl_gt, dfl_sgd, fedavg_steps, fesem
-    from ...nn import ClientBatches, make_generator
+    from ...nn import ClientBatches
 
     torch, dtype, device = _torch_setup(params)
     spec = params["synthetic"]
@@ -428,7 +428,7 @@ def run_synthetic(params: Params, setting: str, seed: int, base_seed: int, *,
     r, c = (int(v) for v in spec["weight_shape"])
     model = mlp([r, *map(int, spec["hidden"]), c], activation=spec["activation"], bias=False,
                 loss="half_squared_norm")
-    init = model.initial_params(make_generator(rng_for(base_seed, experiment_id, seed, "init")),
+    init = model.initial_params(generator_for(base_seed, experiment_id, seed, "init"),
                                 dtype=dtype, device=device)
     data = ClientBatches.from_arrays(x_train, y_train, dtype=dtype, device=device)
     x_test = torch.as_tensor(x_eval).to(dtype=dtype, device=device)
@@ -546,7 +546,7 @@ def run_homologous_graphs(params: Params, setting: str, seed: int, base_seed: in
     hg = inst.graphs
     mean, axes = _projection(np.vstack([hg.z_train, hg.z_test]))
     rows: list[dict[str, Any]] = [{"element": "base_seed", "metric": "base_seed", "value": base_seed}]
-    for k, xy in enumerate((hg.centres - mean) @ axes):
+    for k, xy in enumerate((hg.centers - mean) @ axes):
         rows += [{"element": "centre", "component": k, "metric": "x", "value": xy[0]},
                  {"element": "centre", "component": k, "metric": "y", "value": xy[1]}]
     for name, z, g in (("train", hg.z_train, hg.train_graph), ("test", hg.z_test, hg.test_graph)):
@@ -556,10 +556,10 @@ def run_homologous_graphs(params: Params, setting: str, seed: int, base_seed: in
         for a, b in g.edges:
             rows.append({"graph": name, "element": "edge", "source": int(a), "target": int(b),
                          "metric": "weight", "value": 1.0})
-        for k in range(hg.centres.shape[0]):
+        for k in range(hg.centers.shape[0]):
             members = z[hg.components == k]
             if len(members):
-                dist = np.linalg.norm(hg.centres - members.mean(axis=0), axis=1)
+                dist = np.linalg.norm(hg.centers - members.mean(axis=0), axis=1)
                 rows += [{"graph": name, "element": "component_distance", "component": k,
                           "centre": j, "metric": "distance", "value": d} for j, d in enumerate(dist)]
     examples = [int(np.flatnonzero(hg.components == k)[0]) for k in np.unique(hg.components)]

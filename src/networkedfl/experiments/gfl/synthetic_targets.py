@@ -22,7 +22,7 @@ register_target(
     "FedAvg vs DFL-SGD vs DFL-GT on five heterogeneous nodes: test loss vs communication rounds",
     run_dfl, dfl_claims, settings=method_settings, method_names=METHOD_NAMES,
     deviations=(*_SYNTHETIC, *_DFL, "fig10-1-step-size", "standardised-labels", "fig10-1-horizon"),
-    paper_scale={"repetitions": "not stated [paper]; 5 (EXPERIMENTS.md) [choice]",
+    paper_scale={"repetitions": "not stated [paper]; 5 in the reproduction's spec (EXPERIMENTS.md) [choice]",
                  "lr_scale": "15, i.e. alpha^t = 15/sqrt(t) [paper] (diverges: tuned)"},
     order=1, schema="gfl_dfl",
 )
@@ -45,6 +45,6 @@ register_target(
     run_synthetic, synthetic_claims, settings=method_settings, method_names=METHOD_NAMES,
     deviations=(*_SYNTHETIC, *_DFL, "fesem", "bigfl", "homologous-graphs", "fig10-3-parameters",
                 "fig10-3-validation", "extra-baselines"),
-    paper_scale={"repetitions": "not stated [paper]; 5 (EXPERIMENTS.md) [choice]"},
+    paper_scale={"repetitions": "not stated [paper]; 5 in the reproduction's spec (EXPERIMENTS.md) [choice]"},
     order=4, schema="gfl_synthetic",
 )

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ...graphs import EmpiricalGraph, cluster_graph, star, stochastic_block_model
 from ...gtv import cluster_weights_per_node, linear_model_data
-from ..registry import rng_for
+from ...seeding import rng_for
 
 __all__ = [
     "run_cluster_graph",
@@ -75,7 +75,7 @@ def run_empirical_graph(
     data = linear_model_data(w, int(params["m"]), float(params["sigma"]), rng)
     rows = _graph_rows(graph, "empirical", clustered_layout(graph.clusters))
     for i in range(graph.n_nodes):
-        for k in range(data.n_samples):
+        for k in range(data.max_samples):
             base = {"graph": "empirical", "element": "sample", "node": i, "sample": k}
             rows += [{**base, "metric": "feature", "value": data.features[i, k, 0]},
                      {**base, "metric": "label", "value": data.labels[i, k]}]

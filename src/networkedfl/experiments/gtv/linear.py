@@ -50,7 +50,7 @@ from ...gtv import (
     pooled_tree,
     sampling_mask,
 )
-from ..registry import rng_for
+from ...seeding import rng_for
 
 __all__ = [
     "BASELINES",

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...seeding import rng_for
 from ..baselines import with_extra_methods
-from ..registry import rng_for
 from .mnist_graph import MnistGraph, graph_file, load_mnist_graph, mnist_train_files
 
 __all__ = [

@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +53,7 @@ from ...graphs import (
     tsne_embedding,
 )
 from ...io import Paths, read_npz, write_npz
+from ...seeding import graph_rng
 
 __all__ = [
     "GRAPH_KIND",
@@ -67,7 +67,6 @@ __all__ = [
     "embedding_rows",
     "graph_file",
     "graph_names",
-    "graph_seed",
     "load_mnist_divergences",
     "load_mnist_embedding",
     "load_mnist_graph",
@@ -136,11 +135,6 @@ def mnist_train_files() -> list[str]:
     paths = Paths()
     return [paths.raw_data("mnist", f)
             for f in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")]
-
-
-def graph_seed(base_seed: int, name: str) -> np.random.Generator:
-    """The graph's random stream: depends on the config seed and the graph's name only."""
-    return np.random.default_rng(np.random.SeedSequence([int(base_seed), zlib.crc32(name.encode())]))
 
 
 def partition_mnist(
@@ -260,7 +254,7 @@ def embed_mnist(
     """
     spec = stage_spec(spec, "embedding")
     split = train if isinstance(train, MnistSplit) else load_mnist(train, "train")
-    rng = graph_seed(base_seed, str(spec.get("draws_from", name)))
+    rng = graph_rng(base_seed, str(spec.get("draws_from", name)))
     clusters = [list(map(int, c)) for c in spec["clusters"]]
     if len({len(c) for c in clusters}) != 1:
         raise ValueError(f"graph {name}: every cluster must hold the same number of digits, got {clusters}")

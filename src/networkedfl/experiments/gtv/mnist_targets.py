@@ -36,7 +36,7 @@ def _table2_inputs(params):
 
 #: The paper's (the notebooks') scale where the default config reduces or changes it
 #: (config/profiles/gtv_mnist_paper.yaml restores the run lengths).
-_SEEDS = {"repetitions": "1 [official code] (EXPERIMENTS.md [choice]: 3)"}
+_SEEDS = {"repetitions": "1 [official code]; 3 in the reproduction's spec (EXPERIMENTS.md) [choice]"}
 _ALG1 = {"methods.primal_dual.n_iter": "70 [official code] (iterations 0-49 plotted)"}
 _ROUNDS = "100 [official code] (rounds 0-49 plotted)"
 _EPOCHS = "400 [official code] (epochs 0-49 plotted)"
@@ -64,7 +64,8 @@ _figure("gtv_fig06_mnist_methods", "GTV Fig. 6",
         "MNIST, two clusters: Alg. 1 vs IFCA, pFedMe, local SGD (and FedAvg)",
         mnist_methods_claims, "mnist-baselines",
         paper_scale={"methods.ifca.rounds": _ROUNDS, "methods.local_sgd.epochs": _EPOCHS,
-                     "variants.paper.methods.fedavg.rounds": "100 [EXPERIMENTS.md choice, as IFCA]"},
+                     "variants.paper.methods.fedavg.rounds": "not in the paper's figure (a baseline the reproduction "
+                     "adds to the paper variant); 100 rounds as IFCA's [choice]"},
         order=7)
 _figure("gtv_fig07_mnist_five_clusters", "GTV Fig. 7",
         "MNIST, five clusters: Alg. 1 vs IFCA (the notebook's 2 models; the paper variant 5) and local SGD",

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ...graphs import star
 from ...gtv import SquaredErrorLoss, gtv_lambda_path, linear_model_data
-from ..registry import rng_for
+from ...seeding import rng_for
 
 __all__ = ["critical_lambda", "lambda_grid", "run_star_lambda", "spread"]
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..registry import rng_for
+from ...seeding import rng_for
 
 __all__ = [
     "LECTURE_TABLE",
