@@ -32,7 +32,9 @@ __all__ = [
     "extra_baselines",
     "for_baseline_setting",
     "is_extra_baseline",
+    "STEP_BASELINES",
     "run_baseline",
+    "run_baseline_steps",
     "with_extra_methods",
 ]
 
@@ -87,6 +89,37 @@ def run_baseline(setting: str, model: Any, data: Any, own: Mapping[str, float], 
     if setting not in EXTRA_BASELINES:
         raise ValueError(f"{setting!r} is not an extra baseline; expected one of {list(EXTRA_BASELINES)}")
     return getattr(algorithms, setting)(model, data, **options, **own)
+
+
+#: The extra baselines that run counted in local steps (:func:`run_baseline_steps`): those
+#: that are FedAvg's steps with a gradient term or a server step.  SCAFFOLD (control variates
+#: updated from the step count) and Ditto (a second, personal model) are not step-counted yet.
+STEP_BASELINES = ("fedprox", "fedadam", "fedyogi")
+
+
+def run_baseline_steps(setting: str, model: Any, data: Any, own: Mapping[str, float], **options: Any) -> Any:
+    """Run the extra baseline ``setting`` with local work counted in steps, as
+    :func:`~networkedfl.algorithms.fedavg_steps` (its ``options``: ``n_rounds``,
+    ``local_steps``, ``batch_size``, ``lr``, ``mask``, ``mask_average``, ...): FedProx is
+    FedAvg's steps with the proximal gradient ``mu (w - w^t)`` (Li et al. 2020, eq. (2);
+    :func:`~networkedfl.algorithms.proximal_term` with the round's start as anchor, the
+    ``correction`` mechanism of :func:`~networkedfl.algorithms.local_sgd`), FedAdam and
+    FedYogi FedAvg's steps with the server optimiser on the average (Reddi et al. 2021,
+    Algorithm 2; :func:`~networkedfl.algorithms.server_optimizer_rule`).  Any other
+    baseline is a :class:`ValueError` naming :data:`STEP_BASELINES`."""
+    from .. import algorithms
+
+    if setting not in STEP_BASELINES:
+        raise ValueError(f"{setting!r} has no step-counted run; extra baselines counted in local steps: "
+                         f"{list(STEP_BASELINES)}")
+    if setting == "fedprox":
+        mu = float(own.get("mu", 0.01))
+        if not mu >= 0:
+            raise ValueError(f"fedprox.mu must be non-negative, got {mu!r}")
+        hook = {"correction": lambda start: algorithms.proximal_term(mu, start)}
+    else:
+        hook = {"server_step": algorithms.server_optimizer_rule(setting.removeprefix("fed"), **own)}
+    return algorithms.fedavg_steps(model, data, **options, **hook)
 
 
 def for_baseline_setting(params: Mapping[str, Any], setting: str) -> dict[str, Any]:
