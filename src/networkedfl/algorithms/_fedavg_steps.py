@@ -21,7 +21,9 @@ Two hooks make the extra baselines step-counted (issue 42): ``correction`` adds 
 every local gradient (the :data:`~networkedfl.algorithms.Correction` of
 :func:`~networkedfl.algorithms.local_sgd`; FedProx's proximal term with the round's start as
 anchor, Li et al. 2020, eq. (2)) and ``server_step`` replaces the server's average by a step
-from it (FedAdam / FedYogi, Reddi et al. 2021, Algorithm 2).
+from it (FedAdam / FedYogi, Reddi et al. 2021, Algorithm 2); ``round_end`` sees every
+round's start and end models (SCAFFOLD's control variates, Karimireddy et al. 2020,
+Algorithm 1, line 12).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def fedavg_steps(
     groups: Any = None,
     correction: Callable[[Tensor], Correction] | None = None,
     server_step: Callable[[Tensor, Tensor], Tensor] | None = None,
+    round_end: Callable[[Tensor, Tensor], None] | None = None,
     **overrides: Any,
 ) -> FederatedResult:
     """FedAvg: ``tau`` local SGD steps on every client, then the server average.
@@ -87,6 +90,10 @@ def fedavg_steps(
         round from the previous ones and the (masked) average of the clients
         (:func:`~networkedfl.algorithms.server_optimizer_rule`: FedAdam / FedYogi).
         ``None``: the average (FedAvg).
+    round_end
+        ``round_end(start, end)``: called with the clients' models ``(n, P)`` at the start
+        and the end of every round's local steps, before the server's step (SCAFFOLD's
+        control variates).
 
     Returns
     -------
@@ -133,11 +140,13 @@ def fedavg_steps(
     zeros = run.zeros if group_of is None else group_of
     t = 0
     for r in run.rounds():
-        theta = freeze(glob.expand(n, -1) if member is None else glob[group_of], clients, mask_t)
-        gradients = _corrected(plain_gradients, None if correction is None else correction(theta), n)
-        theta, t = local_steps(gradients, theta, source,
+        start = freeze(glob.expand(n, -1) if member is None else glob[group_of], clients, mask_t)
+        gradients = _corrected(plain_gradients, None if correction is None else correction(start), n)
+        theta, t = local_steps(gradients, start, source,
                                steps=opts.local_steps, batch_size=opts.batch_size, lr=opts.lr,
                                start=t, seed=gen, mask=mask_t)
+        if round_end is not None:
+            round_end(start, theta)
         glob = average(theta, glob) if server_step is None else server_step(glob, average(theta, glob))
         clients = freeze(glob.expand(n, -1) if member is None else glob[group_of], theta, mask_t)
         run.record_exchange(r, clients, glob, zeros, extra={"step": t})

@@ -24,7 +24,7 @@ from networkedfl.io import vendored_dataset
 from networkedfl.pipeline.config import load_config, validate_config
 
 TARGET = "gfl_fig10_4_reviews_nlp"
-OWN = {"fedprox": {"mu": 0.01}, "fedadam": {"server_lr": 0.1, "tau": 1e-3},
+OWN = {"fedprox": {"mu": 0.01}, "scaffold": {"server_lr": 1.0}, "fedadam": {"server_lr": 0.1, "tau": 1e-3},
        "fedyogi": {"server_lr": 0.1, "beta1": 0.9}}
 
 
@@ -58,7 +58,7 @@ def test_every_step_counted_baseline_runs_in_fig_10_4(test_config, files, name):
     curve = table[table["metric"] == "test_loss"].set_index("round")["value"]
     assert list(curve.index) == list(range(params["rounds"] + 1))
     assert np.isfinite(curve).all() and curve.iloc[-1] != curve.iloc[0]
-    assert set(table["method"]) == {{"fedprox": "FedProx", "fedadam": "FedAdam", "fedyogi": "FedYogi"}[name]}
+    assert set(table["method"]) == {{"fedprox": "FedProx", "scaffold": "SCAFFOLD", "fedadam": "FedAdam", "fedyogi": "FedYogi"}[name]}
     # the embedding mask as FedAvg's: a word a domain never saw keeps its zero row
     frozen = table[table["metric"] == "frozen_rows_max_abs"]["value"]
     assert len(frozen) == 1 and float(frozen.iloc[0]) == 0.0
@@ -73,9 +73,19 @@ def test_fedprox_without_its_term_is_fedavg_bit_for_bit(test_config, files):
     assert not np.array_equal(losses(pulled), losses(fedavg))
 
 
+def test_scaffold_s_first_round_is_fedavg_s_and_its_control_variates_then_act(test_config, files):
+    """Round 1 starts with c = c_i = 0: FedAvg's models (up to the server step's rounding,
+    x + (mean y - x)); from round 2 the corrections move the models."""
+    params = with_extra(test_config, ["scaffold"], scaffold={"server_lr": 1.0}, lr=1.0, rounds=3)
+    fedavg, scaffold = run(params, "fedavg", files), run(params, "scaffold", files)
+    gap = (np.abs(losses(scaffold) - losses(fedavg)) / losses(fedavg)).reshape(params["rounds"] + 1, -1).max(axis=1)
+    assert gap[0] == 0.0 and gap[1] < 1e-7  # measured: 3e-9 after round 1
+    assert (gap[2:] > 1e-5).all()  # measured: 3e-4, 9e-4
+
+
 def test_baselines_without_a_step_counted_run_are_refused(test_config, repo, schema_path):
-    params = with_extra(test_config, ["fedprox", "scaffold"])
-    with pytest.raises(ValueError, match=r"\['scaffold'\].*fedprox"):
+    params = with_extra(test_config, ["fedprox", "ditto"])
+    with pytest.raises(ValueError, match=r"\['ditto'\].*fedprox"):
         review_nlp_settings(params)
     with pytest.raises(ValueError, match="step-counted"):
         run_baseline_steps("ditto", None, None, {})
@@ -91,8 +101,8 @@ def test_the_overlay_lists_them_for_fig_10_4_and_the_default_run_does_not(repo, 
     overlaid = load_config(repo / "config" / "config.yaml", repo / "config" / "overlays" / "extra_baselines.yaml",
                            schema_path=schema_path)
     params = overlaid["experiments"][TARGET]
-    assert review_nlp_settings(params)[-3:] == ["fedprox", "fedadam", "fedyogi"]
-    assert set(params["tuning"]["grid"]) >= {"fedprox", "fedadam", "fedyogi"}
+    assert review_nlp_settings(params)[-4:] == list(STEP_BASELINES)
+    assert set(params["tuning"]["grid"]) >= set(STEP_BASELINES)
 
 
 def _table(finals):
