@@ -1,8 +1,8 @@
-"""Issue 42, item 7, in the chapter's Fig. 10.4: FedProx, FedAdam and FedYogi as extra
+"""Issue 42, item 7, in the chapter's Fig. 10.4: FedProx, SCAFFOLD, FedAdam and FedYogi as extra
 baselines of the next-word prediction comparison, counted in local steps as FedAvg's
 ``fedavg_steps`` (the same data, model, mini-batch stream and embedding mask), kept out of
-the chapter's claims and drawn as "(extra baseline)"; SCAFFOLD and Ditto are refused with
-an error naming the baselines that run here."""
+the chapter's claims and drawn as "(extra baseline)"; Ditto is refused with an error naming
+the baselines that run here."""
 
 from __future__ import annotations
 
