@@ -16,10 +16,19 @@ Differences from :func:`~networkedfl.algorithms.fedavg`: local work counted in
 steps rather than epochs, step-size schedules, any per-client mini-batch source (vector or
 sequence targets), and a per-client parameter mask (a client's frozen coordinates keep its
 own value when the global model arrives; the server averages all clients' values).
+
+Two hooks make the extra baselines step-counted (issue 42): ``correction`` adds a term to
+every local gradient (the :data:`~networkedfl.algorithms.Correction` of
+:func:`~networkedfl.algorithms.local_sgd`; FedProx's proximal term with the round's start as
+anchor, Li et al. 2020, eq. (2)) and ``server_step`` replaces the server's average by a step
+from it (FedAdam / FedYogi, Reddi et al. 2021, Algorithm 2); ``round_end`` sees every
+round's start and end models (SCAFFOLD's control variates, Karimireddy et al. 2020,
+Algorithm 1, line 12).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,7 +36,7 @@ import torch
 from torch import Tensor
 
 from ..nn import FlatModel, batch_gradients, freeze
-from ._local_sgd import local_steps
+from ._local_sgd import Correction, local_steps
 from .contract import FederatedResult, TrainingOptions, start_run
 
 __all__ = ["fedavg_steps"]
@@ -42,6 +51,9 @@ def fedavg_steps(
     mask: Any = None,
     mask_average: bool = False,
     groups: Any = None,
+    correction: Callable[[Tensor], Correction] | None = None,
+    server_step: Callable[[Tensor, Tensor], Tensor] | None = None,
+    round_end: Callable[[Tensor, Tensor], None] | None = None,
     **overrides: Any,
 ) -> FederatedResult:
     """FedAvg: ``tau`` local SGD steps on every client, then the server average.
@@ -68,6 +80,20 @@ def fedavg_steps(
         group (its clients' weights renormalised) and sends each client its group's model.
         The true clusters give the cluster oracle (FedAvg on each cluster's pooled data);
         ``arange(n)`` gives local training (each client alone).  ``None``: one group.
+    correction
+        ``correction(start) -> Correction``: from the round's starting models ``(n, P)``, a
+        term added to every local gradient of the round (``local_sgd``'s ``correction``;
+        :func:`~networkedfl.algorithms.proximal_term` ``(mu, start)``: FedProx counted in
+        steps, ``mu = 0`` FedAvg bit for bit).  ``None``: plain SGD.
+    server_step
+        ``server_step(previous, average) -> new``: the global model(s) ``(K, P)`` after a
+        round from the previous ones and the (masked) average of the clients
+        (:func:`~networkedfl.algorithms.server_optimizer_rule`: FedAdam / FedYogi).
+        ``None``: the average (FedAvg).
+    round_end
+        ``round_end(start, end)``: called with the clients' models ``(n, P)`` at the start
+        and the end of every round's local steps, before the server's step (SCAFFOLD's
+        control variates).
 
     Returns
     -------
@@ -110,18 +136,30 @@ def fedavg_steps(
         clients = glob.expand(n, -1).clone()
         if member is not None:
             glob = glob.expand(member.shape[1], -1).clone()
-    gradients = batch_gradients(model)
+    plain_gradients = batch_gradients(model)
     zeros = run.zeros if group_of is None else group_of
     t = 0
     for r in run.rounds():
-        theta = freeze(glob.expand(n, -1) if member is None else glob[group_of], clients, mask_t)
-        theta, t = local_steps(lambda th, batch: gradients(th, *batch), theta, source,
+        start = freeze(glob.expand(n, -1) if member is None else glob[group_of], clients, mask_t)
+        gradients = _corrected(plain_gradients, None if correction is None else correction(start), n)
+        theta, t = local_steps(gradients, start, source,
                                steps=opts.local_steps, batch_size=opts.batch_size, lr=opts.lr,
                                start=t, seed=gen, mask=mask_t)
-        glob = average(theta, glob)
+        if round_end is not None:
+            round_end(start, theta)
+        glob = average(theta, glob) if server_step is None else server_step(glob, average(theta, glob))
         clients = freeze(glob.expand(n, -1) if member is None else glob[group_of], theta, mask_t)
         run.record_exchange(r, clients, glob, zeros, extra={"step": t})
     return run.result(clients, glob, zeros)
+
+
+def _corrected(gradients: Callable[..., Tensor], correction: Correction | None,
+               n: int) -> Callable[[Tensor, tuple[Tensor, ...]], Tensor]:
+    """The local gradient of every client, plus ``correction`` of all ``n`` clients if given."""
+    if correction is None:
+        return lambda th, batch: gradients(th, *batch)
+    rows = slice(0, n)
+    return lambda th, batch: gradients(th, *batch) + correction(th, rows)
 
 
 def _groups(spec: Any, n: int, dtype: torch.dtype,

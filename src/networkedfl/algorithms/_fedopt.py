@@ -24,6 +24,7 @@ optimiser ``"sgd"`` is ``x_{t+1} = x_t + eta Delta_t``: FedAvg for ``eta = 1``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -35,7 +36,7 @@ from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, _averaging_rounds
 from .aggregate import SERVER_OPTIMIZERS, server_optimizer_step
 from .contract import FederatedResult, TrainingOptions, start_run
 
-__all__ = ["fedadam", "fedopt", "fedyogi"]
+__all__ = ["fedadam", "fedopt", "fedyogi", "server_optimizer_rule"]
 
 
 def fedopt(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None, *,
@@ -71,6 +72,22 @@ def fedopt(model: FlatModel, data: ClientData | ClientBuckets, options: Training
     FederatedResult
         As :func:`~networkedfl.algorithms.fedavg` without groups (the same communication).
     """
+    server_step = server_optimizer_rule(server_optimizer, server_lr=server_lr, beta1=beta1, beta2=beta2,
+                                        tau=tau, initial_accumulator=initial_accumulator)
+    name = "fedopt" if server_optimizer == "sgd" else f"fed{server_optimizer}"
+    run = start_run(model, data, options, overrides, name, required=ROUND_OPTIONS,
+                    optional=SAMPLING_OPTIONS, ragged=True)
+    return _averaging_rounds(model, run, server_step=server_step)
+
+
+def server_optimizer_rule(server_optimizer: str = "adam", *, server_lr: float = 0.01, beta1: float = 0.9,
+                          beta2: float = 0.99, tau: float = 1e-3,
+                          initial_accumulator: float | None = None) -> Callable[[Tensor, Tensor], Tensor]:
+    """The server's update of :func:`fedopt` (Reddi et al. 2021, Algorithm 2, lines 11-15) as a
+    function ``(previous, average) -> new`` of the global model(s) and the clients' average,
+    holding the moments ``m``, ``v`` of one run (a fresh rule per run); the parameters and
+    their checks are :func:`fedopt`'s.  Also the ``server_step`` of
+    :func:`~networkedfl.algorithms.fedavg_steps` (FedAdam / FedYogi counted in steps)."""
     if server_optimizer not in SERVER_OPTIMIZERS:
         raise ValueError(f"unknown server_optimizer {server_optimizer!r}; expected one of "
                          f"{SERVER_OPTIMIZERS}")
@@ -81,9 +98,6 @@ def fedopt(model: FlatModel, data: ClientData | ClientBuckets, options: Training
             raise ValueError(f"{name} must be in [0, 1), got {value!r}")
     v0 = tau**2 if initial_accumulator is None else float(
         check_finite(initial_accumulator, "initial_accumulator", sign="non-negative"))
-    name = "fedopt" if server_optimizer == "sgd" else f"fed{server_optimizer}"
-    run = start_run(model, data, options, overrides, name, required=ROUND_OPTIONS,
-                    optional=SAMPLING_OPTIONS, ragged=True)
     state: dict[str, Tensor] = {}
 
     def server_step(previous: Tensor, average: Tensor) -> Tensor:
@@ -94,7 +108,7 @@ def fedopt(model: FlatModel, data: ClientData | ClientBuckets, options: Training
             lr=server_lr, beta1=beta1, beta2=beta2, tau=tau)
         return params
 
-    return _averaging_rounds(model, run, server_step=server_step)
+    return server_step
 
 
 def fedadam(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None,

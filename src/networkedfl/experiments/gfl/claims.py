@@ -351,10 +351,13 @@ def review_nlp_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
     share its task, start and mini-batch stream), the reference checks without an
     oracle (:func:`~networkedfl.experiments.claims.reference_claims`) and, beside the
     chapter's comparison set, whether local training ends lower than BiG-FL
-    (:data:`LOCAL_WINS`)."""
+    (:data:`LOCAL_WINS`).  The extra baselines take no part in the chapter's claims;
+    :func:`extra_baseline_claims` compares them with BiG-FL."""
     final, start = round_values(table, "test_loss"), round_values(table, "test_loss", at="first")
     if final.empty:
         return [exact("test losses recorded", False, "no test_loss rows in the table")]
+    extras = [m for m in final.columns if is_extra_baseline(m)]
+    extra_final, final, start = final[extras], final.drop(columns=extras), start.drop(columns=extras, errors="ignore")
     methods = [m for m in final.columns if m != MEAN]
     texts = ("every method ends below its round-0 test loss", "BiG-FL ends lowest",
              "FeSEM ends below FedAvg and DFL")
@@ -370,7 +373,7 @@ def review_nlp_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
         claims.append(decided(LOCAL_WINS, lambda: claim_of(LOCAL_WINS, below(
             f"{LOCAL} vs BiG-FL", final[LOCAL], final["BiG-FL"], what=f"{LOCAL} / BiG-FL"), kind=REFERENCE),
             [final[[LOCAL, "BiG-FL"]]]))
-    return claims + decided_references(final, oracle=None)
+    return claims + decided_references(final, oracle=None) + extra_baseline_claims(final, extra_final, "BiG-FL")
 
 
 #: Fig. 10.4's reference beside "BiG-FL ends lowest" (issue 40 item 5): the chapter compares

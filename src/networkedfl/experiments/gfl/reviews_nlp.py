@@ -6,7 +6,9 @@ domain (Liu, Qiu & Huang 2017); each trains the neural probabilistic language mo
 tested on its ``*.task.test`` reviews.  BiG-FL is compared with FeSEM, FedAvg and DFL
 (DFL-SGD and DFL-GT); the table records the test loss (mean token cross-entropy, averaged
 over the clients, each client's own model on its own test windows) and the perplexity
-``exp(test loss)`` against rounds.
+``exp(test loss)`` against rounds.  Extra baselines (issue 42, not the chapter's:
+``extra_baselines``, :mod:`~networkedfl.experiments.baselines`) run as FedAvg's steps with
+FedProx's, SCAFFOLD's or FedAdam's / FedYogi's hooks, on FedAvg's data, mask and mini-batches.
 
 Data rules, all from the corpus (nothing random except where a generator is named):
 
@@ -54,6 +56,13 @@ from ...datasets import (
 from ...datasets.reviews import DOMAINS, LABELLED_SPLITS, PUBLISHED_TABLE_10_2, read_domain
 from ...graphs import EmpiricalGraph, knn_graph
 from ...seeding import generator_for, rng_for
+from ..baselines import (
+    EXTRA_BASELINES,
+    STEP_BASELINES,
+    baseline_options,
+    extra_baselines,
+    run_baseline_steps,
+)
 from ..claims import LOCAL, MEAN
 from ..tuning import VALIDATION_METRIC, split_ragged
 from .reviews import corpus_inputs
@@ -76,7 +85,7 @@ Params = Mapping[str, Any]
 #: Job id (setting) -> name in the table and the figure.
 METHOD_NAMES: dict[str, str] = {
     "bigfl": "BiG-FL", "fesem": "FeSEM", "fedavg": "FedAvg", "dfl_sgd": "DFL-SGD", "dfl_gt": "DFL-GT",
-    "local": LOCAL, "mean": MEAN,
+    "local": LOCAL, "mean": MEAN, **EXTRA_BASELINES,
 }
 
 
@@ -265,11 +274,19 @@ def review_nlp_inputs(params: Params) -> dict[str, Any]:
 
 def review_nlp_settings(params: Params) -> list[str]:
     """One job per method (``bigfl``, ``fesem``, ``fedavg``, ``dfl_sgd``, ``dfl_gt``) or
-    reference (``local``, ``mean``)."""
-    unknown = [m for m in params["methods"] if m not in METHOD_NAMES]
+    reference (``local``, ``mean``), then one per extra baseline (``extra_baselines``,
+    :mod:`~networkedfl.experiments.baselines`; those counted in local steps only,
+    :data:`~networkedfl.experiments.baselines.STEP_BASELINES`)."""
+    unknown = [m for m in params["methods"] if m not in METHOD_NAMES or m in EXTRA_BASELINES]
     if unknown:
-        raise ValueError(f"unknown methods {unknown}; expected some of {list(METHOD_NAMES)}")
-    return list(params["methods"])
+        raise ValueError(f"unknown methods {unknown}; expected some of "
+                         f"{[m for m in METHOD_NAMES if m not in EXTRA_BASELINES]}")
+    extras = extra_baselines(params)
+    stepless = [m for m in extras if m not in STEP_BASELINES]
+    if stepless:
+        raise ValueError(f"extra_baselines {stepless} do not run in Fig. 10.4 (its local work is counted "
+                         f"in steps); those that do: {list(STEP_BASELINES)}")
+    return [*params["methods"], *extras]
 
 
 def unigram_losses(train: Sequence[np.ndarray], test: Sequence[np.ndarray], vocab_size: int) -> np.ndarray:
@@ -430,6 +447,9 @@ def run_review_nlp(params: Params, setting: str, seed: int, base_seed: int, *,
     if setting in ("fedavg", "local"):
         groups = np.arange(len(task.domains)) if setting == "local" else None
         result = fedavg_steps(model, data, lr=lr, init=init, mask_average=held, groups=groups, **common)
+    elif setting in EXTRA_BASELINES:  # not the chapter's: FedAvg's steps, data, mask and stream
+        result = run_baseline_steps(setting, model, data, baseline_options(setting, params), lr=lr, init=init,
+                                    mask_average=held, **common)
     elif setting in ("dfl_sgd", "dfl_gt"):
         run = dfl_sgd if setting == "dfl_sgd" else dfl_gt
         result = run(model, data, graph=task.graph, lr=lr, rule=params["dfl"]["rule"], init=init,
