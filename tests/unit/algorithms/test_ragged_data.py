@@ -266,3 +266,15 @@ def test_ifca_on_buckets_never_pads_to_the_largest_client(monkeypatch):
     result = algorithms.ifca(model, data, n_rounds=2, lr=0.1, seed=0, n_clusters=2)
     assert result.assignment.shape == (200,)
     assert seen and max(seen) <= 2 * x.size
+
+
+def test_ifca_takes_per_client_torch_datasets_as_fedavg_does():
+    x, y = ragged([3, 5, 8, 2])
+    sets = [DataLoader(TensorDataset(torch.as_tensor(a), torch.as_tensor(b)), batch_size=2)
+            for a, b in zip(x, y, strict=True)]
+    model = from_module(mlp(), cross_entropy)
+    kwargs = dict(n_rounds=2, local_epochs=2, batch_size=2, lr=0.2, seed=3, n_clusters=2)
+    a = algorithms.ifca(model, ClientData.from_client_arrays(x, y), **kwargs)
+    b = algorithms.ifca(model, sets, **kwargs)
+    assert torch.equal(a.global_params, b.global_params)
+    assert torch.equal(a.assignment, b.assignment)
