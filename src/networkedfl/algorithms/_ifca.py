@@ -36,7 +36,7 @@ import torch
 from torch import Tensor
 
 from .._validation import check_int
-from ..nn import ClientData, FlatModel, losses_of_models
+from ..nn import ClientBuckets, ClientData, FlatModel, losses_of_models
 from ._local_sgd import in_client_chunks, local_sgd
 from .aggregate import group_average
 from .contract import FederatedResult, TrainingOptions, start_run
@@ -78,9 +78,28 @@ def _initial_clusters(
     return t.to(dtype=dtype, device=device).clone()
 
 
+def _cluster_losses(model: FlatModel, models: Tensor, data: ClientData | ClientBuckets,
+                    chunk: int | None) -> Tensor:
+    """``(n, k)`` local losses ``F_i(theta_j)`` of every client of ``data`` under each of the
+    ``k`` cluster ``models`` (the ``argmin_j`` of Algorithm 1, line 5): all ``k`` models in one
+    :func:`~networkedfl.nn.losses_of_models` pass per chunk of ``chunk`` clients, and with
+    :class:`~networkedfl.nn.ClientBuckets` bucket by bucket (a loop over the buckets, never
+    the clients), each bucket's rows written to its clients' rows."""
+    def padded(part: ClientData) -> Tensor:
+        return in_client_chunks(partial(losses_of_models, model, models), chunk,
+                                part.features, part.targets, part.sample_weights)
+
+    if not isinstance(data, ClientBuckets):
+        return padded(data)
+    out = models.new_empty((data.n_clients, models.shape[0]))
+    for part, rows in zip(data.buckets, data.clients, strict=True):
+        out[rows] = padded(part)
+    return out
+
+
 def ifca(
     model: FlatModel,
-    data: ClientData,
+    data: ClientData | ClientBuckets,
     options: TrainingOptions | None = None,
     *,
     n_clusters: int,
@@ -93,7 +112,11 @@ def ifca(
     Parameters
     ----------
     model, data
-        Model and local datasets.
+        Model and local datasets: a padded :class:`~networkedfl.nn.ClientData`, clients in
+        size buckets (:class:`~networkedfl.nn.ClientBuckets`, memory at most twice the data:
+        the losses and the local training run one bucket at a time, the same models as the
+        padded layout with full-batch local steps) or one ``torch.utils.data`` dataset or
+        loader per client, as :func:`~networkedfl.algorithms.fedavg` takes them.
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``
         (``T``) and ``lr``.  ``local_epochs`` (default 1) and ``batch_size`` (default
@@ -133,7 +156,7 @@ def ifca(
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
     run = start_run(model, data, options, overrides, "ifca", required=("n_rounds", "lr"),
                     optional=("client_fraction", "client_chunk_size", "participants"),
-                    defaults={"local_epochs": 1, "batch_size": None})
+                    defaults={"local_epochs": 1, "batch_size": None}, ragged=True)
     opts, data, gen = run.options, run.data, run.seed
     n, dtype, device = run.n_clients, run.dtype, run.device
     allowed = run.participants()
@@ -151,12 +174,8 @@ def ifca(
     p = model.n_params
     chunk = run.chunk_size
 
-    def losses_of(models: Tensor, data_: ClientData) -> Tensor:  # (clients, k), in chunks
-        return in_client_chunks(partial(losses_of_models, model, models), chunk,
-                                data_.features, data_.targets, data_.sample_weights)
-
     for t, selected, idx, part in run.server_rounds(run.zeros, 1, allowed):
-        losses = losses_of(clusters, part)
+        losses = _cluster_losses(model, clusters, part, chunk)
         chosen = torch.argmin(losses, dim=1) if (t > 1 or first is None) else first[idx]
         assignment = assignment.index_put((idx,), chosen)
         local = local_sgd(model, clusters[chosen], part, epochs=opts.local_epochs,
@@ -173,5 +192,5 @@ def ifca(
             floats_down=int(idx.numel()) * k * p,
             extra={"cluster_sizes": torch.bincount(chosen, minlength=k).tolist()},
         )
-    final = torch.argmin(losses_of(clusters, data), dim=1)
+    final = torch.argmin(_cluster_losses(model, clusters, data, chunk), dim=1)
     return run.result(clusters[final], clusters, final)

@@ -509,7 +509,8 @@ def start_run(
     opts = opts.resolve(method, required=required, optional=optional, defaults=defaults)
     if isinstance(data, ClientBuckets) and not ragged:
         raise TypeError(f"{method}() takes clients padded to one length, not ClientBuckets: pass "
-                        "data.padded() (fedavg and local_training take buckets)")
+                        "data.padded() (fedavg, the methods on its rounds, ifca and local_training take "
+                        "buckets)")
     if batches:
         data = as_batches(data, opts.dtype, opts.device)
     elif isinstance(data, ClientData | ClientBuckets | ClientBatches):  # vector targets: ClientBatches

@@ -8,7 +8,8 @@ data.  :class:`ClientBuckets` groups the clients by size, bucket ``k`` holding t
 ``2^(k-1) < m_i <= 2^k`` samples, and pads within a bucket: every client is padded to less
 than twice its own size, so the buckets store at most twice the data (plus one row per
 client without data).  The methods that take buckets (:func:`~networkedfl.algorithms.fedavg`,
-:func:`~networkedfl.algorithms.local_training`) train each bucket in one batched
+:func:`~networkedfl.algorithms.local_training`, the methods on FedAvg's rounds and
+:func:`~networkedfl.algorithms.ifca`) train each bucket in one batched
 ``vmap(grad(...))`` call, as they train a padded ``ClientData`` (a loop over the buckets,
 at most ``log2`` of the largest size of them, never over clients).
 """

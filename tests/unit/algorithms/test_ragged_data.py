@@ -202,3 +202,79 @@ def test_a_dataset_whose_items_are_not_pairs_is_named():
             TensorDataset(torch.zeros(2, 4))]
     with pytest.raises(ValueError, match=r"client 1: item 0 of its Dataset is not a \(features, target\) pair"):
         ClientData.from_datasets(sets)
+
+
+@pytest.mark.parametrize("aggregation", ["cluster", "all_clients"])
+@pytest.mark.parametrize("fraction", [1.0, 0.5])
+def test_ifca_on_buckets_equals_ifca_on_padded_data(aggregation, fraction):
+    """IFCA's losses of the k cluster models are computed bucket by bucket and written to each
+    client's row: every client picks the cluster it picks in the padded layout, every round,
+    and the cluster models agree to 1e-12 (full-batch local steps draw nothing)."""
+    x, y = ragged([2, 3, 30, 5, 64, 7, 1, 12, 20, 4])
+    model = from_module(mlp(), cross_entropy)
+    kwargs = {"n_rounds": 4, "local_epochs": 2, "batch_size": None, "lr": 0.3, "seed": 1,
+              "client_fraction": fraction, "dtype": torch.float64, "n_clusters": 3,
+              "aggregation": aggregation}
+    rows_a, rows_b = [], []
+    a = algorithms.ifca(model, ClientData.from_client_arrays(x, y),
+                        callback=lambda s: rows_a.append(s.assignment.clone()), **kwargs)
+    b = algorithms.ifca(model, ClientBuckets.from_client_arrays(x, y),
+                        callback=lambda s: rows_b.append(s.assignment.clone()), **kwargs)
+    assert len(ClientBuckets.from_client_arrays(x, y).buckets) > 3
+    assert torch.equal(b.assignment, a.assignment)
+    assert len(torch.unique(a.assignment)) > 1  # the clients do not all pick one cluster
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        assert torch.equal(rb, ra)
+    assert [h["cluster_sizes"] for h in b.history] == [h["cluster_sizes"] for h in a.history]
+    torch.testing.assert_close(b.global_params, a.global_params, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(b.client_params, a.client_params, rtol=1e-12, atol=1e-12)
+
+
+def test_ifca_on_buckets_never_pads_to_the_largest_client(monkeypatch):
+    """On a quantity-skewed partition, every batch of clients IFCA scores or trains holds at
+    most twice the data (padding to the largest client would hold over 10x), and the
+    bucketed data are never padded to one length."""
+    import networkedfl.algorithms._ifca as ifca_module
+    import networkedfl.algorithms._local_sgd as local_module
+
+    n_samples, dim = 20_000, 2
+    parts = quantity_skew(n_samples, 200, 0.1, seed=0)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n_samples, dim)).astype(np.float32)
+    y = rng.integers(0, 3, size=n_samples)
+    data = client_data(x, y, parts, layout="buckets")
+    assert max(len(p) for p in parts) * len(parts) * dim > 10 * x.size
+    seen = []  # the number of feature entries of every batched loss and gradient call
+    losses, gradients = ifca_module.losses_of_models, local_module.batch_gradients
+
+    def recorded_losses(model, models, features, *args):
+        seen.append(features.numel())
+        return losses(model, models, features, *args)
+
+    def recorded_gradients(model):
+        step = gradients(model)
+
+        def wrapper(params, features, *args):
+            seen.append(features.numel())
+            return step(params, features, *args)
+        return wrapper
+
+    monkeypatch.setattr(ifca_module, "losses_of_models", recorded_losses)
+    monkeypatch.setattr(local_module, "batch_gradients", recorded_gradients)
+    monkeypatch.setattr(ClientBuckets, "padded", lambda self: pytest.fail("IFCA padded the buckets"))
+    model = from_module(torch.nn.Linear(dim, 3), cross_entropy)
+    result = algorithms.ifca(model, data, n_rounds=2, lr=0.1, seed=0, n_clusters=2)
+    assert result.assignment.shape == (200,)
+    assert seen and max(seen) <= 2 * x.size
+
+
+def test_ifca_takes_per_client_torch_datasets_as_fedavg_does():
+    x, y = ragged([3, 5, 8, 2])
+    sets = [DataLoader(TensorDataset(torch.as_tensor(a), torch.as_tensor(b)), batch_size=2)
+            for a, b in zip(x, y, strict=True)]
+    model = from_module(mlp(), cross_entropy)
+    kwargs = dict(n_rounds=2, local_epochs=2, batch_size=2, lr=0.2, seed=3, n_clusters=2)
+    a = algorithms.ifca(model, ClientData.from_client_arrays(x, y), **kwargs)
+    b = algorithms.ifca(model, sets, **kwargs)
+    assert torch.equal(a.global_params, b.global_params)
+    assert torch.equal(a.assignment, b.assignment)
