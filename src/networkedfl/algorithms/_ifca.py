@@ -91,7 +91,7 @@ def _cluster_losses(model: FlatModel, models: Tensor, data: ClientData | ClientB
 
     if not isinstance(data, ClientBuckets):
         return padded(data)
-    out = models.new_empty((data.n_clients, models.shape[0]))
+    out = models.new_empty((data.n_nodes, models.shape[0]))
     for part, rows in zip(data.buckets, data.clients, strict=True):
         out[rows] = padded(part)
     return out
