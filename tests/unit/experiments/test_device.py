@@ -24,16 +24,36 @@ NO_TENSORS = {
 CASES = {"gtv_quirk_ablation", "gtv_quirk_ablation_mnist"}
 
 
+def _is_torch_import(node: ast.AST) -> bool:
+    if isinstance(node, ast.Import):
+        return any(a.name.split(".")[0] == "torch" for a in node.names)
+    return isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "torch"
+
+
+def _imports_torch_at_import_time(nodes: list[ast.stmt]) -> bool:
+    """A torch import that runs when the module is imported: at module level or in a class
+    body, not inside a function (a lazy import runs only for a caller that already uses torch,
+    e.g. ``seeding.make_generator``) nor under ``if TYPE_CHECKING:`` (annotations only)."""
+    for node in nodes:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            if _imports_torch_at_import_time(node.orelse):
+                return True
+            continue
+        if _is_torch_import(node):
+            return True
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            if _imports_torch_at_import_time(getattr(node, field, None) or []):
+                return True
+    return False
+
+
 def _imports_torch(module: str) -> bool:
     parts = module.split(".")[1:]
     path = default_root().joinpath(*parts)
     path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "torch" for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "torch":
-            return True
-    return False
+    return _imports_torch_at_import_time(ast.parse(path.read_text(encoding="utf-8")).body)
 
 
 def _torch_targets() -> list[str]:

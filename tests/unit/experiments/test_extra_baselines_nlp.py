@@ -17,7 +17,8 @@ import torch
 matplotlib.use("Agg")
 
 from networkedfl.datasets.reviews import DOMAINS, review_files
-from networkedfl.experiments.baselines import STEP_BASELINES, run_baseline_steps
+from networkedfl.experiments.baseline_runs import run_baseline_steps
+from networkedfl.experiments.baselines import STEP_BASELINES
 from networkedfl.experiments.gfl.claims import review_nlp_claims
 from networkedfl.experiments.gfl.reviews_nlp import review_nlp_settings, run_review_nlp
 from networkedfl.io import vendored_dataset

@@ -56,13 +56,8 @@ from ...datasets import (
 from ...datasets.reviews import DOMAINS, LABELLED_SPLITS, PUBLISHED_TABLE_10_2, read_domain
 from ...graphs import EmpiricalGraph, knn_graph
 from ...seeding import generator_for, rng_for
-from ..baselines import (
-    EXTRA_BASELINES,
-    STEP_BASELINES,
-    baseline_options,
-    extra_baselines,
-    run_baseline_steps,
-)
+from ..baseline_runs import run_baseline_steps
+from ..baselines import EXTRA_BASELINES, STEP_BASELINES, baseline_options, extra_baselines
 from ..claims import LOCAL, MEAN
 from ..tuning import VALIDATION_METRIC, split_ragged
 from .reviews import corpus_inputs

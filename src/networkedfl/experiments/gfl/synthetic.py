@@ -35,12 +35,8 @@ from ...datasets import (
 )
 from ...graphs import EmpiricalGraph, ring
 from ...seeding import generator_for, rng_for
-from ..baselines import (
-    EXTRA_BASELINES,
-    baseline_options,
-    extra_baselines,
-    run_baseline,
-)
+from ..baseline_runs import run_baseline
+from ..baselines import EXTRA_BASELINES, baseline_options, extra_baselines
 from ..claims import CLUSTER_ORACLE, LOCAL, MEAN, ORACLE
 from ..tuning import VALIDATION_METRIC, evaluation_data
 
