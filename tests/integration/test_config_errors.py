@@ -96,14 +96,14 @@ def test_snakemake_names_the_line_of_a_yaml_error_in_the_main_config(tmp_path):
     checkout = copy_checkout(tmp_path / "checkout")
     path = checkout / "config" / "config.yaml"
     lines = path.read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("seed:"))
-    lines[at] = "seed: [unclosed"
+    at = next(i for i, line in enumerate(lines) if line.startswith("base_seed:"))
+    lines[at] = "base_seed: [unclosed"
     path.write_text("\n".join(lines) + "\n")
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n"], cwd=checkout, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode != 0
     assert "config.yaml, line " in proc.stdout + proc.stderr, proc.stdout[-2000:]
-    assert f"at line {at + 1}, column 7" in proc.stdout + proc.stderr  # where the list opened
+    assert f"at line {at + 1}, column 12" in proc.stdout + proc.stderr  # where the list opened
     assert "not valid YAML" in proc.stdout + proc.stderr
 
 

@@ -233,7 +233,7 @@ def test_an_error_in_claim_code_fails_the_job_and_writes_no_verdict(tmp_path):
     good_claims, good_summary = (checkout / claims).read_bytes(), (checkout / summary).read_bytes()
     assert json.loads(good_claims) and b"claims evaluation" not in good_claims
 
-    star = checkout / "src" / "networkedfl" / "experiments" / "gtv" / "star.py"
+    star = checkout / "src" / "networkedfl" / "experiments" / "gtv" / "claims.py"  # star_lambda_claims
     source = star.read_text()
     anchor = '    level = float(params["fusion_level"])\n'
     assert anchor in source
