@@ -53,7 +53,8 @@ def test_all_output_kinds_appear(repo, built, target):
     claims = json.loads((results / "claims" / f"{target}.json").read_text())
     assert claims, "no claims evaluated"
     variants = "variant" in table.columns
-    keys = {"claim", "verdict", "kind", "n_seeds", "effect", "effect_label", "interval", "interval_method", "detail"}
+    keys = {"claim", "verdict", "kind", "n_seeds", "effect", "effect_label", "interval", "interval_method", "detail",
+            "test", "split", "inferred"}
     for claim in claims:
         assert set(claim) == keys | ({"variant"} if variants else set())
         assert claim["verdict"] in ("holds", "equivalent", "fails", "inconclusive") and claim["claim"] and claim["detail"]
