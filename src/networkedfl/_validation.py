@@ -12,12 +12,19 @@ names the argument.
 
 It also holds :func:`renamed`, :func:`renamed_function` and :func:`renamed_keywords`, the
 one way the package keeps an old public name (an attribute, a function, a keyword) working
-after a rename: it warns with a :class:`DeprecationWarning` that names the new one.
+after a rename, and :func:`warn_renamed`, which they call (and any other renamed thing: an
+environment variable, a protocol attribute): one warning class, :data:`RENAMED_WARNING`, a
+:class:`FutureWarning` that names the new name.  ``FutureWarning`` rather than
+``DeprecationWarning``: Python shows it by default wherever it is raised, while it hides a
+``DeprecationWarning`` unless the calling code is ``__main__`` (PEP 565: ``FutureWarning`` is
+the class for deprecations meant for the users of a library, the researchers calling these
+functions from their own modules); scikit-learn warns of its renamed keywords the same way.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import operator
 import warnings
@@ -26,8 +33,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_MAGNITUDE", "check_finite", "check_int", "check_int_array", "check_node_mask",
-           "check_representable", "renamed", "renamed_function", "renamed_keywords", "unrepresentable"]
+__all__ = ["MAX_MAGNITUDE", "RENAMED_WARNING", "check_finite", "check_int", "check_int_array", "check_node_mask",
+           "check_representable", "renamed", "renamed_function", "renamed_keywords", "unrepresentable",
+           "warn_renamed"]
+
+#: The class of every warning about a renamed public name (module docstring: why not
+#: ``DeprecationWarning``).
+RENAMED_WARNING = FutureWarning
 
 #: The largest magnitude of an edge weight or a data value: the solvers square and sum them
 #: (``||x||^2``, ``A_e ||w_i - w_j||``, Lipschitz constants ``sum_e A_e^2``), and a square of
@@ -154,13 +166,19 @@ def check_representable(value: Any, name: str, *, element: str = "entry",
     return arr
 
 
+def warn_renamed(message: str, *, stacklevel: int = 2) -> None:
+    """Warn that a public name was renamed (``message`` names the new one), with
+    :data:`RENAMED_WARNING`; ``stacklevel`` as :func:`warnings.warn`'s, counted from the caller
+    of this function (2: the caller's caller)."""
+    warnings.warn(message, RENAMED_WARNING, stacklevel=stacklevel + 1)
+
+
 def renamed(new: str, old: str) -> property:
     """A read-only attribute ``old`` kept after its rename to ``new``: reading it warns
-    (:class:`DeprecationWarning` naming ``new``) and returns ``getattr(self, new)``."""
+    (:data:`RENAMED_WARNING` naming ``new``) and returns ``getattr(self, new)``."""
 
     def getter(self: Any) -> Any:
-        warnings.warn(f"{type(self).__name__}.{old} is deprecated; use {type(self).__name__}.{new}",
-                      DeprecationWarning, stacklevel=2)
+        warn_renamed(f"{type(self).__name__}.{old} is deprecated; use {type(self).__name__}.{new}")
         return getattr(self, new)
 
     getter.__name__ = old
@@ -169,12 +187,12 @@ def renamed(new: str, old: str) -> property:
 
 
 def renamed_function(function: Callable[..., Any], old: str) -> Callable[..., Any]:
-    """``function`` under its old name ``old``: a call warns (:class:`DeprecationWarning`
+    """``function`` under its old name ``old``: a call warns (:data:`RENAMED_WARNING`
     naming ``function``'s name) and returns what ``function`` returns."""
 
     @functools.wraps(function)
     def alias(*args: Any, **kwargs: Any) -> Any:
-        warnings.warn(f"{old} is deprecated; use {function.__name__}", DeprecationWarning, stacklevel=2)
+        warn_renamed(f"{old} is deprecated; use {function.__name__}")
         return function(*args, **kwargs)
 
     alias.__name__ = alias.__qualname__ = old
@@ -184,18 +202,20 @@ def renamed_function(function: Callable[..., Any], old: str) -> Callable[..., An
 
 def renamed_keywords(**renames: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: keyword ``old`` of ``renames`` (``old="new"``) is still accepted for ``new``
-    and warns (:class:`DeprecationWarning` naming ``new``); giving both is a TypeError."""
+    and warns (:data:`RENAMED_WARNING` naming ``new``); giving both (``new`` by keyword or by
+    position) is a TypeError naming them."""
 
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        positions = {name: i for i, name in enumerate(inspect.signature(function).parameters)}
+
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             for old, new in renames.items():
                 if old in kwargs:
-                    if new in kwargs:
+                    if new in kwargs or positions.get(new, len(args)) < len(args):
                         raise TypeError(f"{function.__name__}() got {old!r} and {new!r}: {old!r} is the old name "
                                         f"of {new!r}, give {new!r} only")
-                    warnings.warn(f"{function.__name__}({old}=...) is deprecated; use {new}=...",
-                                  DeprecationWarning, stacklevel=2)
+                    warn_renamed(f"{function.__name__}({old}=...) is deprecated; use {new}=...")
                     kwargs[new] = kwargs.pop(old)
             return function(*args, **kwargs)
 

@@ -1,7 +1,7 @@
 """One vocabulary for the per-node containers (issue 43 item 4): ``NodeData``, ``FedRelaxData``,
 the torch clients (``ClientData``, ``ClientBatches``, ``ClientBuckets``) and ``LinearProblem``
 give each shared accessor one meaning (docs/package.md, "Per-node containers"), and the old
-names still work with a ``DeprecationWarning`` naming the new one."""
+names still work with a ``FutureWarning`` naming the new one."""
 
 import numpy as np
 import pytest
@@ -58,7 +58,7 @@ def test_the_weight_per_node_is_the_summed_sample_weight_not_the_count():
 ])
 def test_an_old_name_warns_naming_the_new_one_and_still_works(make, old, new):
     container = make()
-    with pytest.warns(DeprecationWarning, match=rf"\.{old} is deprecated; use \w+\.{new}"):
+    with pytest.warns(FutureWarning, match=rf"\.{old} is deprecated; use \w+\.{new}"):
         value = getattr(container, old)
     expected = getattr(container, new)
     assert torch.equal(value, expected) if isinstance(expected, torch.Tensor) else value == expected
@@ -75,7 +75,7 @@ class _OldSource:
 
 
 def test_a_batch_source_with_the_old_n_clients_warns_and_still_runs():
-    with pytest.warns(DeprecationWarning, match="n_clients is deprecated: a batch source names .* n_nodes"):
+    with pytest.warns(FutureWarning, match="n_clients is deprecated: a batch source names .* n_nodes"):
         source = as_batches(_OldSource(), torch.float64, "cpu")
     assert source.n_nodes == 2 and source.marker == "mine"  # other attributes pass through
     assert torch.equal(source.sample(1, None)[0], torch.ones(2, 1, 1))
@@ -100,29 +100,60 @@ def test_british_spellings_of_public_names_warn_and_still_work():
     from networkedfl.nn import linear_regression
 
     params, centers = torch.eye(3, dtype=torch.float64), torch.ones(2, 3, dtype=torch.float64)
-    with pytest.warns(DeprecationWarning, match="centre_distances is deprecated; use center_distances"):
+    with pytest.warns(FutureWarning, match="centre_distances is deprecated; use center_distances"):
         assert torch.equal(centre_distances(params, centers), center_distances(params, centers))
-    with pytest.warns(DeprecationWarning, match=r"center_distances\(centres=...\) is deprecated; use centers"):
+    with pytest.warns(FutureWarning, match=r"center_distances\(centres=...\) is deprecated; use centers"):
         assert torch.equal(center_distances(params, centres=centers), center_distances(params, centers))
     with pytest.raises(TypeError, match="give 'centers' only"):
         center_distances(params, centres=centers, centers=centers)
-    with pytest.warns(DeprecationWarning, match="kmeans_centres is deprecated; use kmeans_centers"):
+    with pytest.warns(FutureWarning, match="kmeans_centres is deprecated; use kmeans_centers"):
         assert torch.equal(kmeans_centres(params, 2, 0), kmeans_centers(params, 2, 0))
-    with pytest.warns(DeprecationWarning, match="gaussian_mixture_centres is deprecated"):
+    with pytest.warns(FutureWarning, match="gaussian_mixture_centres is deprecated"):
         old = gaussian_mixture_centres(0, 3, 2, (-0.5, 0.5))
     np.testing.assert_array_equal(old, gaussian_mixture_centers(0, 3, 2, (-0.5, 0.5)))
     kw = dict(n_nodes=12, std=0.5, weight_shape=(2, 2), n_neighbours=3)
-    with pytest.warns(DeprecationWarning) as caught:
+    with pytest.warns(FutureWarning) as caught:
         hg = homologous_graphs(1, n_centres=3, centre_range=(-0.5, 0.5), **kw)
     assert sorted(str(w.message) for w in caught) == [
         "homologous_graphs(centre_range=...) is deprecated; use center_range=...",
         "homologous_graphs(n_centres=...) is deprecated; use n_centers=..."]
-    with pytest.warns(DeprecationWarning, match=r"HomologousGraphs\.centres is deprecated; use HomologousGraphs\.centers"):
+    with pytest.warns(FutureWarning, match=r"HomologousGraphs\.centres is deprecated; use HomologousGraphs\.centers"):
         np.testing.assert_array_equal(hg.centres, homologous_graphs(1, n_centers=3, center_range=(-0.5, 0.5), **kw).centers)
     model = linear_regression(2, bias=False)
     args = (model, torch.zeros(2, 2, dtype=torch.float64), torch.zeros(2, 2, dtype=torch.float64),
             torch.ones(2, 3, 2, dtype=torch.float64), torch.ones(2, 3, dtype=torch.float64),
             torch.ones(2, 3, dtype=torch.float64))
-    with pytest.warns(DeprecationWarning, match="personalised_steps is deprecated; use personalized_steps"):
+    with pytest.warns(FutureWarning, match="personalised_steps is deprecated; use personalized_steps"):
         old = personalised_steps(*args, lam=1.0, lr=0.1, steps=3)
     assert torch.equal(old, personalized_steps(*args, lam=1.0, lr=0.1, steps=3))
+
+
+def test_every_rename_warns_with_one_class_shown_by_default_from_a_user_s_module(tmp_path):
+    """Issue 42 item 8: one mechanism (``_validation.warn_renamed``) and one class,
+    ``FutureWarning``: Python's default filters show it when a researcher's own module (not
+    ``__main__``) calls an old name, where a ``DeprecationWarning`` would be hidden."""
+    import subprocess
+    import sys
+
+    from networkedfl import _validation
+
+    assert _validation.RENAMED_WARNING is FutureWarning
+    (tmp_path / "user_code.py").write_text(
+        "from networkedfl.datasets import gaussian_mixture_centres\n"
+        "gaussian_mixture_centres(0, 3, 2, (-0.5, 0.5))\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", "import user_code"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**__import__("os").environ, "PYTHONWARNINGS": ""}, check=True)
+    assert "user_code.py:2: FutureWarning: gaussian_mixture_centres is deprecated" in done.stderr, done.stderr
+
+
+def test_renamed_keywords_refuse_the_new_name_given_by_position():
+    from networkedfl._validation import renamed_keywords
+
+    @renamed_keywords(old="new")
+    def f(a, new=None):
+        return a, new
+
+    with pytest.warns(FutureWarning, match=r"f\(old=...\) is deprecated; use new=..."):
+        assert f(1, old=2) == (1, 2)
+    with pytest.raises(TypeError, match="got 'old' and 'new'"):
+        f(1, 3, old=2)

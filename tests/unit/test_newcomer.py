@@ -170,6 +170,33 @@ def test_a_shuffled_graph_in_fedrelax_gives_the_sorted_fit_or_a_clear_error():
     np.testing.assert_array_equal(ordered.predict(X), fit(G).predict(X))
 
 
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_the_fedrelax_estimators_take_a_nodelist_as_gtv_regressor_does(kind):
+    """Issue 42 item 1: every estimator that takes a graph takes the order of its nodes."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    from networkedfl import FedRelaxClassifier
+
+    G, X, y, _ = sbm_nodes(2)
+    if kind == "classifier":
+        y = [np.where(labels > np.median(labels), "high", "low") for labels in y]
+    shuffled = nx.Graph()
+    shuffled.add_nodes_from(np.random.default_rng(1).permutation(len(X)).tolist())
+    shuffled.add_edges_from(G.edges)
+    public = np.random.default_rng(3).standard_normal((30, 2))
+    template = (DecisionTreeRegressor if kind == "regressor" else DecisionTreeClassifier)(max_depth=3, random_state=0)
+    estimator = FedRelax if kind == "regressor" else FedRelaxClassifier
+
+    def predict(graph, **kw):
+        return estimator(template, graph, alpha=0.1, n_iter=2, random_state=0, **kw).fit(X, y, public=public).predict(X)
+
+    with pytest.raises(ValueError, match=f"nodelist.*{estimator.__name__}"):
+        predict(shuffled)
+    np.testing.assert_array_equal(predict(shuffled, nodelist=range(len(X))), predict(G))
+    with pytest.raises(ValueError, match=f"{estimator.__name__} has no graph"):  # one node: plain samples
+        estimator(template, None, nodelist=range(len(X))).fit(np.vstack(X), np.concatenate(y))
+
+
 def test_a_callback_stops_a_run():
     train, _ = digits_clients()
     result = fedavg(from_module(mlp(), cross_entropy), train, n_rounds=10, local_epochs=1,

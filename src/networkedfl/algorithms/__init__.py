@@ -2,7 +2,7 @@
 
 ``from networkedfl.algorithms import fedavg`` gives the method (also ``fedsgd``,
 ``fedavg_steps``, ``ifca``, ``fedprox``, ``scaffold``, ``fedopt``, ``fedadam``, ``fedyogi``,
-``ditto``, ``pfedme``, ``local_training``, ``local_momentum_sgd``,
+``ditto``, ``ditto_steps``, ``pfedme``, ``local_training``, ``local_momentum_sgd``,
 ``decentralized_fedavg``, ``dfl_sgd``, ``dfl_gt``, ``fesem``, ``bigfl``); each lives in a
 private module of the same name with a leading underscore.  Importing this package alone does
 not import PyTorch: a name loads its module on first use (and without PyTorch installed says
@@ -47,6 +47,7 @@ __all__ = [
     "dfl_iterates",
     "dfl_sgd",
     "ditto",
+    "ditto_steps",
     "Embedding",
     "epoch_batches",
     "epoch_order",
@@ -124,6 +125,7 @@ _LAZY = {
     "dfl_iterates": "._dfl",
     "dfl_sgd": "._dfl",
     "ditto": "._ditto",
+    "ditto_steps": "._ditto",
     "Embedding": "._bigfl",
     "epoch_batches": "._local_sgd",
     "epoch_order": "._local_sgd",

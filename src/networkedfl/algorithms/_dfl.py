@@ -38,7 +38,6 @@ so a 10^6-node ring fits in a few GiB).  A per-client mask freezes parameters
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -48,7 +47,7 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor
 
-from .._validation import check_int
+from .._validation import check_int, renamed_keywords
 from ..graphs import EmpiricalGraph, as_graph, is_networkx_graph
 from ..nn import (
     DEFAULT_DTYPE,
@@ -145,21 +144,6 @@ def mixing_operator(
     coo = w.tocoo()
     messages = int(np.count_nonzero((coo.row != coo.col) & (coo.data != 0)))
     return to_torch_sparse(w, dtype=dtype, device=device), messages
-
-
-def _graph_argument(graph: Any, mixing: Any, function: str) -> Any:
-    """The graph given as ``graph``, or as the deprecated keyword ``mixing`` (with a
-    ``FutureWarning``); a ``TypeError`` when both or neither are given."""
-    if mixing is None:
-        if graph is None:
-            raise TypeError(f"{function}() missing 1 required argument: 'graph'")
-        return graph
-    if graph is not None:
-        raise TypeError(f"{function}() got both 'graph' and 'mixing' (the deprecated name of 'graph')")
-    warnings.warn(f"{function}(): the keyword 'mixing' is deprecated and will be removed; pass the "
-                  "communication graph or mixing matrix as 'graph' (the name every networkedfl "
-                  "function and estimator uses)", FutureWarning, stacklevel=3)
-    return mixing
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,17 +261,17 @@ def _run(method: Method, model: FlatModel, data: Any, graph: Any,
     return run.result(params, params.mean(dim=0, keepdim=True), run.zeros)
 
 
+@renamed_keywords(mixing="graph")
 def dfl_sgd(
     model: FlatModel,
     data: Any,
-    graph: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor | None = None,
+    graph: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
     options: TrainingOptions | None = None,
     *,
     rule: str = "metropolis",
     order: Order = "dsgd",
     mask: Any = None,
     mask_average: bool = False,
-    mixing: Any = None,
     **overrides: Any,
 ) -> FederatedResult:
     """DFL-SGD (the chapter, eqs. (10.3)-(10.4), Algorithm 1): local SGD with gossip every
@@ -305,7 +289,9 @@ def dfl_sgd(
         an explicit doubly stochastic ``(n, n)`` mixing matrix (scipy sparse, numpy or
         torch; kept sparse, so 10^6 nodes fit: :func:`mixing_operator`).  The name of the
         graph argument everywhere in the package (:func:`decentralized_fedavg`,
-        :func:`bigfl`, :class:`~networkedfl.gtv.GTVRegressor`, FedRelax).
+        :func:`bigfl`, :class:`~networkedfl.gtv.GTVRegressor`, FedRelax); its former keyword
+        ``mixing=`` still works and warns (``FutureWarning``,
+        :func:`~networkedfl._validation.renamed_keywords`).
     options, **overrides
         :class:`~networkedfl.algorithms.contract.TrainingOptions`.  Required: ``n_rounds``
         (communication rounds; the run has ``n_rounds * local_steps`` iterations ``t``),
@@ -326,8 +312,6 @@ def dfl_sgd(
         neighbours that train it, ``sum_j W_ij m_j theta_j / sum_j W_ij m_j`` (the same for
         the tracker of DFL-GT), so frozen coordinates (e.g. the zero embedding rows of words
         a neighbour never sees, Sec. 10.5.2) do not drag the average.  ``False``: ``W theta``.
-    mixing
-        Deprecated keyword name of ``graph`` (``FutureWarning``); will be removed.
 
     Returns
     -------
@@ -335,31 +319,29 @@ def dfl_sgd(
         ``client_params`` ``(n, P)``; ``global_params`` the network average; history rows
         with ``consensus_distance`` and ``step`` (iterations so far).
     """
-    graph = _graph_argument(graph, mixing, "dfl_sgd")
     return _run("sgd", model, data, graph, options, overrides, rule=rule, order=order, mask=mask,
                 mask_average=mask_average)
 
 
+@renamed_keywords(mixing="graph")
 def dfl_gt(
     model: FlatModel,
     data: Any,
-    graph: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor | None = None,
+    graph: EmpiricalGraph | sp.spmatrix | np.ndarray | Tensor,
     options: TrainingOptions | None = None,
     *,
     rule: str = "metropolis",
     mask: Any = None,
     mask_average: bool = False,
-    mixing: Any = None,
     **overrides: Any,
 ) -> FederatedResult:
     """DFL-GT (the chapter, eqs. (10.5)-(10.6), Algorithm 1): gradient tracking with the
     model and the tracker gossiped every ``tau`` steps.
 
     Parameters as :func:`dfl_sgd` (there is no ``order``: eq. (10.6) is run as written;
-    ``mixing`` is the deprecated keyword name of ``graph``).
+    ``mixing=`` is the former keyword name of ``graph``, still accepted with a warning).
     Each gossip sends the model and the tracker (``upload="models+trackers"``, twice the
     floats of DFL-SGD).
     """
-    graph = _graph_argument(graph, mixing, "dfl_gt")
     return _run("gt", model, data, graph, options, overrides, rule=rule, order="dsgd", mask=mask,
                 mask_average=mask_average)

@@ -17,6 +17,10 @@ and the server averages the ``w_k^t`` (weighted by the sample counts, as FedAvg)
 models start at the initial global model and are the ones evaluated.  ``lam = 0`` is local
 training of every client; as ``lam`` grows the personal models approach the global one: for
 ``F_k(v) = (1/2)||v - a_k||^2`` the personal optimum is ``v_k = (a_k + lam w*) / (1 + lam)``.
+
+:func:`ditto_steps` is the same algorithm with local work counted in mini-batch steps, on
+the rounds of :func:`~networkedfl.algorithms.fedavg_steps` (its schedules, mini-batch
+sources and per-client masks): the chapter's Fig. 10.4 runs Ditto as an extra baseline there.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ import torch
 from .._validation import check_finite, check_int
 from ..nn import ClientBuckets, ClientData, FlatModel
 from ._fedavg import ROUND_OPTIONS, SAMPLING_OPTIONS, _client_update
+from ._fedavg_steps import STEP_OPTIONS, _step_rounds
 from ._local_sgd import proximal_term
 from .aggregate import group_average
 from .contract import FederatedResult, TrainingOptions, start_run
 
-__all__ = ["ditto"]
+__all__ = ["ditto", "ditto_steps"]
 
 
 def ditto(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingOptions | None = None, *,
@@ -81,3 +86,47 @@ def ditto(model: FlatModel, data: ClientData | ClientBuckets, options: TrainingO
         run.record_server_round(t, upload="models", global_params=w, group_of=group_of,
                                 selected=selected, client_params=v)
     return run.result(v, w, group_of)
+
+
+def ditto_steps(model: FlatModel, data: Any, options: TrainingOptions | None = None, *, lam: float = 0.1,
+                personal_steps: int | None = None, client_weights: Any = None, mask: Any = None,
+                mask_average: bool = False, **overrides: Any) -> FederatedResult:
+    """Ditto (Li et al. 2021, Algorithm 1) with local work counted in steps: the global model
+    by :func:`~networkedfl.algorithms.fedavg_steps`, the personal models beside it.
+
+    Every round all clients start from the global model ``w^t`` (frozen coordinates their
+    own), take ``tau = local_steps`` mini-batch SGD steps (FedAvg's, eq. (10.3) of the
+    chapter), and then ``s = personal_steps`` steps on their personal models,
+    ``v_i <- v_i - alpha^t (grad_hat f_i(v_i) + lam (v_i - w^t))``, with fresh mini-batches
+    of the same stream, the step sizes of the round's first ``s`` iterations and the same
+    mask; the server averages the global steps' results.  The personal models start at the
+    initial models and are the ones returned and scored.
+
+    Parameters
+    ----------
+    model, data, options, **overrides
+        As :func:`~networkedfl.algorithms.fedavg_steps` (required ``n_rounds``,
+        ``local_steps``, ``lr``, a number or a schedule, ``batch_size``; ``init`` ``(P,)`` or
+        ``(n, P)``; any per-client mini-batch source).
+    lam
+        ``lambda >= 0``, the pull of the personal models towards the global one (0: local
+        training steps beside FedAvg).
+    personal_steps
+        ``s``: personal steps per round; ``None``: ``local_steps``.
+    client_weights, mask, mask_average
+        As :func:`~networkedfl.algorithms.fedavg_steps` (the server's average; the mask also
+        freezes the personal models' coordinates).
+
+    Returns
+    -------
+    FederatedResult
+        ``client_params`` the personal models ``(n, P)`` (also the callback's
+        ``RoundState.client_params``), ``global_params`` ``(1, P)`` the global model,
+        ``assignment`` zeros; the communication of FedAvg (personal models stay local).
+    """
+    lam = float(check_finite(lam, "lam", sign="non-negative"))
+    run = start_run(model, data, options, overrides, "ditto_steps", required=STEP_OPTIONS, batches=True)
+    steps = run.options.local_steps if personal_steps is None else check_int(
+        personal_steps, "personal_steps", minimum=0)
+    return _step_rounds(model, run, client_weights=client_weights, mask=mask, mask_average=mask_average,
+                       personal=lambda start: proximal_term(lam, start), personal_steps=steps)

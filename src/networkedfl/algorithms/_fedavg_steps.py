@@ -37,9 +37,12 @@ from torch import Tensor
 
 from ..nn import FlatModel, batch_gradients, freeze
 from ._local_sgd import Correction, local_steps
-from .contract import FederatedResult, TrainingOptions, start_run
+from .contract import FederatedResult, Run, TrainingOptions, start_run
 
 __all__ = ["fedavg_steps"]
+
+#: The options every method counted in local steps requires.
+STEP_OPTIONS = ("n_rounds", "local_steps", "lr", "batch_size")
 
 
 def fedavg_steps(
@@ -102,8 +105,24 @@ def fedavg_steps(
         its own), ``global_params`` ``(1, P)`` (``(K, P)`` with ``K`` groups), ``assignment``
         zeros (the groups with ``groups``).
     """
-    run = start_run(model, data, options, overrides, "fedavg_steps",
-                    required=("n_rounds", "local_steps", "lr", "batch_size"), batches=True)
+    run = start_run(model, data, options, overrides, "fedavg_steps", required=STEP_OPTIONS, batches=True)
+    return _step_rounds(model, run, client_weights=client_weights, mask=mask, mask_average=mask_average,
+                       groups=groups, correction=correction, server_step=server_step, round_end=round_end)
+
+
+def _step_rounds(model: FlatModel, run: Run, *, client_weights: Any = None, mask: Any = None,
+                mask_average: bool = False, groups: Any = None,
+                correction: Callable[[Tensor], Correction] | None = None,
+                server_step: Callable[[Tensor, Tensor], Tensor] | None = None,
+                round_end: Callable[[Tensor, Tensor], None] | None = None,
+                personal: Callable[[Tensor], Correction] | None = None,
+                personal_steps: int = 0) -> FederatedResult:
+    """The rounds of :func:`fedavg_steps` on a started ``run`` (its parameters), and Ditto's
+    personal models (:func:`~networkedfl.algorithms.ditto_steps`): with ``personal``, every
+    client also keeps a model ``v_i`` that takes ``personal_steps`` steps after the round's
+    local steps, on the same schedule positions, fresh mini-batches of the same stream and
+    the same mask, with the gradient term ``personal(start)`` (the round's starting models);
+    ``client_params`` (result and callback) are then the ``v_i``."""
     opts, source, gen = run.options, run.data, run.seed
     n, p, dtype, device = run.n_clients, run.n_params, run.dtype, run.device
     mask_t = run.mask(mask)
@@ -136,21 +155,27 @@ def fedavg_steps(
         clients = glob.expand(n, -1).clone()
         if member is not None:
             glob = glob.expand(member.shape[1], -1).clone()
+    own = clients.clone() if personal is not None else None
     plain_gradients = batch_gradients(model)
     zeros = run.zeros if group_of is None else group_of
     t = 0
     for r in run.rounds():
         start = freeze(glob.expand(n, -1) if member is None else glob[group_of], clients, mask_t)
         gradients = _corrected(plain_gradients, None if correction is None else correction(start), n)
+        first = t
         theta, t = local_steps(gradients, start, source,
                                steps=opts.local_steps, batch_size=opts.batch_size, lr=opts.lr,
                                start=t, seed=gen, mask=mask_t)
+        if own is not None:  # Ditto: the personal models, from the round's first step position
+            own, _ = local_steps(_corrected(plain_gradients, personal(start), n), own, source,
+                                 steps=personal_steps, batch_size=opts.batch_size, lr=opts.lr,
+                                 start=first, seed=gen, mask=mask_t)
         if round_end is not None:
             round_end(start, theta)
         glob = average(theta, glob) if server_step is None else server_step(glob, average(theta, glob))
         clients = freeze(glob.expand(n, -1) if member is None else glob[group_of], theta, mask_t)
-        run.record_exchange(r, clients, glob, zeros, extra={"step": t})
-    return run.result(clients, glob, zeros)
+        run.record_exchange(r, clients if own is None else own, glob, zeros, extra={"step": t})
+    return run.result(clients if own is None else own, glob, zeros)
 
 
 def _corrected(gradients: Callable[..., Tensor], correction: Correction | None,
@@ -183,7 +208,7 @@ def _client_weights(
     if spec is None:
         return torch.full((n,), 1.0 / n, dtype=dtype, device=device)
     if isinstance(spec, str):
-        if spec != "samples" or not hasattr(source, "n_samples"):
+        if spec != "samples" or not hasattr(source, "weight_per_node"):
             raise ValueError("client_weights must be None, 'samples' (for datasets) or (n,) weights")
         w = source.weight_per_node.to(dtype=dtype, device=device)
     else:

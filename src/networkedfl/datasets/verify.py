@@ -33,9 +33,9 @@ import json
 import os
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
+from .._validation import warn_renamed
 from ..io import CorruptArtefactError
 from .catalog import DATASETS, Dataset
 
@@ -96,8 +96,8 @@ def _key_file() -> Path:
     if os.environ.get(KEY_ENV):
         return Path(os.environ[KEY_ENV])
     if os.environ.get(OLD_KEY_ENV):
-        warnings.warn(f"{OLD_KEY_ENV} is now {KEY_ENV} (a file, as NETWORKEDFL_RESULTS_KEY_FILE); the old "
-                      "name is read for now", FutureWarning, stacklevel=3)
+        warn_renamed(f"{OLD_KEY_ENV} is now {KEY_ENV} (a file, as NETWORKEDFL_RESULTS_KEY_FILE); the old "
+                     "name is read for now", stacklevel=3)
         return Path(os.environ[OLD_KEY_ENV])
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache) / "networkedfl" / "verify.key"

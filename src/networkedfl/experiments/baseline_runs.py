@@ -1,6 +1,7 @@
 """Running the extra baselines (:mod:`~networkedfl.experiments.baselines`) inside a target's job:
 FedProx, SCAFFOLD, FedAdam, FedYogi and Ditto on the algorithms' contract, with local work in
-epochs (:func:`run_baseline`) or in steps as FedAvg's (:func:`run_baseline_steps`).
+epochs (:func:`run_baseline`) or in steps as FedAvg's (:func:`run_baseline_steps`, every one of
+them).
 
 Kept apart from :mod:`~networkedfl.experiments.baselines` (the configuration: names, keys,
 own parameters), which the pipeline's tuning and config checks import: only the jobs that run
@@ -39,8 +40,10 @@ def run_baseline_steps(setting: str, model: Any, data: Any, own: Mapping[str, fl
     ``correction`` mechanism of :func:`~networkedfl.algorithms.local_sgd`), FedAdam and
     FedYogi FedAvg's steps with the server optimiser on the average (Reddi et al. 2021,
     Algorithm 2; :func:`~networkedfl.algorithms.server_optimizer_rule`), SCAFFOLD
-    (:class:`StepScaffold`) FedAvg's steps with the control variates.  Any other
-    baseline is a :class:`ValueError` naming :data:`STEP_BASELINES`."""
+    (:class:`StepScaffold`) FedAvg's steps with the control variates, Ditto
+    (:func:`~networkedfl.algorithms.ditto_steps`; Li et al. 2021, Algorithm 1) FedAvg's steps
+    and a personal model per client, the one scored.  Any other baseline is a
+    :class:`ValueError` naming :data:`STEP_BASELINES`."""
     from .. import algorithms
 
     if setting not in STEP_BASELINES:
@@ -53,6 +56,8 @@ def run_baseline_steps(setting: str, model: Any, data: Any, own: Mapping[str, fl
         hook = {"correction": lambda start: algorithms.proximal_term(mu, start)}
     elif setting == "scaffold":
         hook = StepScaffold(float(own.get("server_lr", 1.0)), options).hooks()
+    elif setting == "ditto":
+        return algorithms.ditto_steps(model, data, **options, **own)
     else:
         hook = {"server_step": algorithms.server_optimizer_rule(setting.removeprefix("fed"), **own)}
     return algorithms.fedavg_steps(model, data, **options, **hook)

@@ -77,10 +77,10 @@ def baseline_options(setting: str, params: Mapping[str, Any]) -> dict[str, float
     return {key: float(block[key]) for key in OWN_PARAMETERS[setting] if key in block}
 
 
-#: The extra baselines that run counted in local steps (:func:`run_baseline_steps`): those
-#: that are FedAvg's steps with a gradient term, a server step or both (SCAFFOLD).
-#: Ditto (a second, personal model every round) is not step-counted yet.
-STEP_BASELINES = ("fedprox", "scaffold", "fedadam", "fedyogi")
+#: The extra baselines that run counted in local steps (:func:`run_baseline_steps`): FedAvg's
+#: steps with a gradient term, a server step or both (SCAFFOLD), or with a personal model
+#: per client beside them (Ditto, :func:`~networkedfl.algorithms.ditto_steps`): all of them.
+STEP_BASELINES = ("fedprox", "scaffold", "fedadam", "fedyogi", "ditto")
 
 
 def for_baseline_setting(params: Mapping[str, Any], setting: str) -> dict[str, Any]:

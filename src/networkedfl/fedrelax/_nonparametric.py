@@ -474,6 +474,7 @@ class _FedRelaxBase(BaseEstimator):
         estimator: Any,
         graph: GraphLike | None = None,
         *,
+        nodelist: Sequence[Any] | None = None,
         alpha: float = 0.01,
         n_iter: int = 5,
         weighting: Literal["paper", "objective"] = "paper",
@@ -488,6 +489,7 @@ class _FedRelaxBase(BaseEstimator):
     ) -> None:
         self.estimator = estimator
         self.graph = graph
+        self.nodelist = nodelist
         self.alpha = alpha
         self.n_iter = n_iter
         self.weighting = weighting
@@ -524,8 +526,10 @@ class _FedRelaxBase(BaseEstimator):
                             "positional arguments")
         self._check_kind()
         rng = as_rng(self.random_state, "random_state")
+        if self.graph is None and self.nodelist is not None:
+            raise ValueError(f"nodelist orders the nodes of a networkx graph; {type(self).__name__} has no graph")
         graph = EmpiricalGraph(1, np.empty((0, 2), dtype=np.int64), np.empty(0)) if self.graph is None \
-            else as_graph(self.graph)
+            else as_graph(self.graph, nodelist=self.nodelist)
         n = graph.n_nodes
         features, labels, node, _ = node_samples(self, None if self.graph is None else n, X, y, reset=True)
         counts = np.bincount(node, minlength=n)
@@ -590,7 +594,13 @@ class FedRelax(RegressorMixin, _FedRelaxBase):
         One template, a list with one model per node, or a factory ``f(i)``.
     graph
         The FL network (an ``EmpiricalGraph``, a networkx graph or an adjacency matrix);
-        ``None``: one node.
+        ``None``: one node.  Node ``i`` (the data ``X[i]``, or the rows whose node column is
+        ``i``) is row ``i`` of an adjacency matrix, node ``i`` of an ``EmpiricalGraph`` and
+        ``nodelist[i]`` of a networkx graph.
+    nodelist
+        The order of a networkx graph's nodes, as for :class:`~networkedfl.gtv.GTVRegressor`:
+        ``X[i]`` is the data of node ``nodelist[i]``; needed unless the nodes are ``0 .. n-1``
+        listed in that order by ``G.nodes`` (otherwise a ``GraphError`` naming ``nodelist``).
     alpha, n_iter, weighting, self_distillation, distillation_weight, distillation_sampler, public_subsample, n_jobs
         As for :func:`fedrelax`.
     random_state

@@ -282,8 +282,8 @@ def _node_order(graph: Any, nodelist: Sequence[Any] | None) -> list[Any]:
                else "its labels are not the integers 0 .. n-1")
         raise GraphError(f"a networkx graph whose nodes are [{shown}]: {why}, so the order of the data "
                          "is not known; pass nodelist= (node i is nodelist[i], the node of X[i]; e.g. "
-                         "nodelist=sorted(G) when X[i] is the data of node label i) to GTVRegressor, "
-                         "or give the functions as_graph(G, nodelist=...)")
+                         "nodelist=sorted(G) when X[i] is the data of node label i) to GTVRegressor, FedRelax "
+                         "or FedRelaxClassifier, or give the functions as_graph(G, nodelist=...)")
     nodes = list(nodelist)
     if len(set(nodes)) != len(nodes) or len(nodes) != len(labels):
         raise GraphError(f"nodelist must hold every node of the graph exactly once: {len(nodes)} entries "

@@ -27,7 +27,6 @@ update, including averaging and gossip, leaves a frozen coordinate at its curren
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -37,6 +36,7 @@ import torch
 from torch import Tensor
 from torch.func import grad, vjp, vmap
 
+from .._validation import warn_renamed
 from ._models import DEFAULT_DTYPE, ClientData, DeviceLike, FlatModel, PaddedClients
 
 __all__ = [
@@ -169,8 +169,8 @@ def as_batches(data: Any, dtype: torch.dtype, device: DeviceLike) -> BatchSource
     if isinstance(data, ClientBatches):
         return data.to(dtype, device)
     if not isinstance(data, BatchSource) and hasattr(data, "n_clients") and callable(getattr(data, "sample", None)):
-        warnings.warn(f"{type(data).__name__}.n_clients is deprecated: a batch source names its number of "
-                      "clients n_nodes (networkedfl.nn.BatchSource)", DeprecationWarning, stacklevel=3)
+        warn_renamed(f"{type(data).__name__}.n_clients is deprecated: a batch source names its number of "
+                     "clients n_nodes (networkedfl.nn.BatchSource)", stacklevel=3)
         data = _RenamedSource(data)
     if isinstance(data, BatchSource):
         if data.n_nodes < 1:

@@ -112,3 +112,17 @@ def test_groups_are_refused(ragged_clients):
     with pytest.raises(TypeError, match="groups"):
         fedadam(linear_regression(3), ragged_clients, n_rounds=1, local_epochs=1, batch_size=2,
                 lr=0.1, groups=[0, 1, 0, 1, 1])
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "yogi"])
+def test_the_first_step_moves_every_large_coordinate_by_about_the_server_step(optimizer):
+    """Algorithm 2 has no bias correction: from m = 0, v = tau^2 a pseudo-gradient much larger
+    than tau moves its coordinate by eta (1 - beta1) / sqrt(1 - beta2) = eta (beta 0.9, 0.99)
+    in its sign's direction, whatever its size: with eta = 1 every weight moves by about 1
+    (why FedAdam/FedYogi with server_lr 1 diverge on Fig. 10.4, docs/tuning.md#extra-baselines)."""
+    delta = torch.tensor([[3.0, -0.5, 20.0, -1e-1]], dtype=torch.float64)
+    tau, eta = 1e-5, 1.0
+    x0 = torch.zeros_like(delta)
+    x1, _, _ = server_optimizer_step(x0, delta, torch.zeros_like(delta), torch.full_like(delta, tau**2),
+                                     optimizer=optimizer, lr=eta, beta1=0.9, beta2=0.99, tau=tau)
+    np.testing.assert_allclose(x1.numpy(), eta * np.sign(delta.numpy()), rtol=2e-3)

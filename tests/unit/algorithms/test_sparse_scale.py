@@ -144,11 +144,12 @@ def test_dfl_takes_graph_and_the_old_mixing_keyword_with_a_warning(run):
     graph = ring(8)
     options = dict(n_rounds=2, local_steps=1, lr=0.1, batch_size=None, seed=0)
     new = run(linear_regression(3), _problem(), graph=graph, **options)
-    with pytest.warns(FutureWarning, match="'mixing' is deprecated.*'graph'"):
+    with pytest.warns(FutureWarning, match=rf"{run.__name__}\(mixing=...\) is deprecated; use graph=..."):
         old = run(linear_regression(3), _problem(), mixing=graph, **options)
     assert torch.equal(new.client_params, old.client_params)
-    with pytest.raises(TypeError, match="both 'graph' and 'mixing'"):
-        run(linear_regression(3), _problem(), graph, mixing=graph, **options)
+    for both in (((graph,), {"mixing": graph}), ((), {"graph": graph, "mixing": graph})):
+        with pytest.raises(TypeError, match="got 'mixing' and 'graph'.*give 'graph' only"):
+            run(linear_regression(3), _problem(), *both[0], **both[1], **options)
     with pytest.raises(TypeError, match="missing.*'graph'"):
         run(linear_regression(3), _problem(), **options)
 

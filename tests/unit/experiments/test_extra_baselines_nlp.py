@@ -1,8 +1,7 @@
-"""Issue 42, item 7, in the chapter's Fig. 10.4: FedProx, SCAFFOLD, FedAdam and FedYogi as extra
-baselines of the next-word prediction comparison, counted in local steps as FedAvg's
-``fedavg_steps`` (the same data, model, mini-batch stream and embedding mask), kept out of
-the chapter's claims and drawn as "(extra baseline)"; Ditto is refused with an error naming
-the baselines that run here."""
+"""Issue 42, item 7, in the chapter's Fig. 10.4: FedProx, SCAFFOLD, FedAdam, FedYogi and Ditto as
+extra baselines of the next-word prediction comparison, counted in local steps as FedAvg's
+``fedavg_steps`` (the same data, model, mini-batch stream and embedding mask; Ditto scored on
+its personal models), kept out of the chapter's claims and drawn as "(extra baseline)"."""
 
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ from networkedfl.pipeline.config import load_config, validate_config
 
 TARGET = "gfl_fig10_4_reviews_nlp"
 OWN = {"fedprox": {"mu": 0.01}, "scaffold": {"server_lr": 1.0}, "fedadam": {"server_lr": 0.1, "tau": 1e-3},
-       "fedyogi": {"server_lr": 0.1, "beta1": 0.9}}
+       "fedyogi": {"server_lr": 0.1, "beta1": 0.9}, "ditto": {"lam": 0.5}}
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +58,8 @@ def test_every_step_counted_baseline_runs_in_fig_10_4(test_config, files, name):
     curve = table[table["metric"] == "test_loss"].set_index("round")["value"]
     assert list(curve.index) == list(range(params["rounds"] + 1))
     assert np.isfinite(curve).all() and curve.iloc[-1] != curve.iloc[0]
-    assert set(table["method"]) == {{"fedprox": "FedProx", "scaffold": "SCAFFOLD", "fedadam": "FedAdam", "fedyogi": "FedYogi"}[name]}
+    assert set(table["method"]) == {{"fedprox": "FedProx", "scaffold": "SCAFFOLD", "fedadam": "FedAdam",
+                                     "fedyogi": "FedYogi", "ditto": "Ditto"}[name]}
     # the embedding mask as FedAvg's: a word a domain never saw keeps its zero row
     frozen = table[table["metric"] == "frozen_rows_max_abs"]["value"]
     assert len(frozen) == 1 and float(frozen.iloc[0]) == 0.0
@@ -84,15 +84,27 @@ def test_scaffold_s_first_round_is_fedavg_s_and_its_control_variates_then_act(te
     assert (gap[2:] > 1e-5).all()  # measured: 3e-4, 9e-4
 
 
-def test_baselines_without_a_step_counted_run_are_refused(test_config, repo, schema_path):
+def test_ditto_scores_its_personal_models(test_config, files):
+    """Both start from FedAvg's model (the same round-0 losses); after a round Ditto's table
+    holds its personal models' losses, not FedAvg's models'."""
+    params = with_extra(test_config, ["ditto"], ditto={"lam": 0.5}, rounds=1)
+    fedavg, ditto = run(params, "fedavg", files), run(params, "ditto", files)
+    n = len(params["domains"])
+    np.testing.assert_array_equal(losses(ditto)[:n], losses(fedavg)[:n])
+    assert not np.allclose(losses(ditto)[n:], losses(fedavg)[n:], rtol=1e-3)
+
+
+def test_every_baseline_runs_in_steps_and_a_method_that_is_none_is_refused(test_config, schema_path):
     params = with_extra(test_config, ["fedprox", "ditto"])
-    with pytest.raises(ValueError, match=r"\['ditto'\].*fedprox"):
-        review_nlp_settings(params)
-    with pytest.raises(ValueError, match="step-counted"):
-        run_baseline_steps("ditto", None, None, {})
+    assert review_nlp_settings(params)[-2:] == ["fedprox", "ditto"]
+    with pytest.raises(ValueError, match="step-counted.*fedprox"):
+        run_baseline_steps("fedavg", None, None, {})
     config = copy.deepcopy(test_config)
     config["experiments"][TARGET]["extra_baselines"] = ["ditto"]
-    with pytest.raises(Exception, match="ditto"):
+    config["experiments"][TARGET]["ditto"] = {"lam": 0.5}
+    validate_config(config, schema_path)
+    config["experiments"][TARGET]["extra_baselines"] = ["fedavg"]
+    with pytest.raises(Exception, match="fedavg"):
         validate_config(config, schema_path)
 
 
@@ -102,7 +114,7 @@ def test_the_overlay_lists_them_for_fig_10_4_and_the_default_run_does_not(repo, 
     overlaid = load_config(repo / "config" / "config.yaml", repo / "config" / "overlays" / "extra_baselines.yaml",
                            schema_path=schema_path)
     params = overlaid["experiments"][TARGET]
-    assert review_nlp_settings(params)[-4:] == list(STEP_BASELINES)
+    assert review_nlp_settings(params)[-5:] == list(STEP_BASELINES)
     assert set(params["tuning"]["grid"]) >= set(STEP_BASELINES)
 
 

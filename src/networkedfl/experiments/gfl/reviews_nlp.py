@@ -8,7 +8,8 @@ tested on its ``*.task.test`` reviews.  BiG-FL is compared with FeSEM, FedAvg an
 over the clients, each client's own model on its own test windows) and the perplexity
 ``exp(test loss)`` against rounds.  Extra baselines (issue 42, not the chapter's:
 ``extra_baselines``, :mod:`~networkedfl.experiments.baselines`) run as FedAvg's steps with
-FedProx's, SCAFFOLD's or FedAdam's / FedYogi's hooks, on FedAvg's data, mask and mini-batches.
+FedProx's, SCAFFOLD's or FedAdam's / FedYogi's hooks, or with Ditto's personal models (scored),
+on FedAvg's data, mask and mini-batches.
 
 Data rules, all from the corpus (nothing random except where a generator is named):
 
