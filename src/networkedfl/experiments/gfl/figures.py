@@ -118,7 +118,7 @@ def _legend_outside(ax: Any, **kwargs: Any) -> Any:
 
 
 def plot_upper_level_gain(ax: Any, table: pd.DataFrame) -> pd.Series:
-    """BiG-FL's UL gain per round (:func:`~.graph_aware.upper_level_gain`): how much the
+    """BiG-FL's UL gain per round (:func:`~.synthetic.upper_level_gain`): how much the
     learnt GNN layer lowers the UL loss (10.14) at the round's LL models; a zero line."""
     from .synthetic import upper_level_gain
 
