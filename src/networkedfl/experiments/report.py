@@ -30,12 +30,12 @@ import numpy as np
 import pandas as pd
 
 from ..io import Paths, find_repo_root
-from ..plotting import claims_frame, save_figure, tuning_summary
+from ..plotting import check_figure, claims_frame, save_figure, tuning_summary
 from .deviations import deviation_link
 from .registry import VERDICTS, get_experiment
 
-__all__ = ["DEVIATIONS_ROOT", "TABLE_VIEWS", "Report", "claim_text", "escape_markdown", "escaped_style", "load_target",
-           "table_view"]
+__all__ = ["DEVIATIONS_ROOT", "FIGURE_CHECK", "TABLE_VIEWS", "Report", "claim_text", "escape_markdown", "escaped_style",
+           "figure_check_lines", "load_target", "table_view"]
 
 #: The deviation pages as seen from the rendered notebook ``results/reports/<id>.html``.
 DEVIATIONS_ROOT = "../../docs/deviations"
@@ -124,13 +124,18 @@ class Report:
         return escaped_style(shown[columns]).map(lambda v: colour.get(v, ""), subset=["verdict"])
 
     def show_figure(self, fig: Any) -> None:
-        """Write ``fig`` to the target's figure PDF and PNG and show it."""
+        """Write ``fig`` to the target's figure PDF and PNG and show it, with the reader's
+        check of a result figure (:func:`figure_check_lines`) printed under it: every build,
+        the default scale's included, checks the figures it draws (issue 41)."""
         import matplotlib.pyplot as plt
 
         if self.figure_pdf is None or self.figure_png is None:
             raise ValueError(f"{self.target}: no figure paths (a table target draws no figure)")
         save_figure(fig, self.figure_pdf, self.figure_png)
+        lines = figure_check_lines(fig, get_experiment(self.target).kind)
         plt.show()
+        for line in lines:
+            print(line)
 
     def show(self, *objects: Any) -> None:
         """Display ``objects`` one after the other (strings printed as text)."""
@@ -146,6 +151,20 @@ class Report:
         summary = tuning_summary(self.table)
         _display(summary[summary["chosen"]].set_index("method"))
         return summary.pivot_table(index="grid point", columns="method", values="validation loss", sort=False)
+
+
+#: The first line :func:`figure_check_lines` prints; a build's reports are searched for it.
+FIGURE_CHECK = "Reader's check of this figure (networkedfl.plotting.check_figure):"
+
+
+def figure_check_lines(fig: Any, kind: str) -> list[str]:
+    """The reader's check of a result figure (``kind`` "figure"; a diagram is not one) as
+    lines to print: :data:`FIGURE_CHECK` followed by "no problems" or one line per problem."""
+    if kind != "figure":
+        return []
+    problems = check_figure(fig)
+    return [f"{FIGURE_CHECK} {'no problems' if not problems else f'{len(problems)} problem(s)'}",
+            *(f"  - {p}" for p in problems)]
 
 
 def claim_text(claim: Mapping[str, Any]) -> str:

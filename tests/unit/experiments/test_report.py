@@ -148,3 +148,19 @@ def test_show_tuning_shows_the_chosen_points_and_returns_the_grid(outputs, monke
     grid = report.show_tuning()
     assert list(shown[0].index) == ["A"] and shown[0].loc["A", "grid point"] == "lr=1.0"
     assert list(grid.index) == ["lr=2.0", "lr=1.0"] and list(grid["A"]) == [2.0, 1.0]
+
+
+def test_the_reader_s_check_is_printed_under_a_result_figure_and_names_each_problem():
+    """show_figure's check (issue 41: the default build checks the figures it draws): a clean
+    result figure says so, an unlabelled curve is named, a diagram is not checked."""
+    from networkedfl.experiments.report import FIGURE_CHECK, figure_check_lines
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="FedAvg")
+    ax.legend()
+    assert figure_check_lines(fig, "figure") == [f"{FIGURE_CHECK} no problems"]
+    ax.plot([0, 1], [1, 3], color="tab:red")  # no legend entry, no direct label
+    lines = figure_check_lines(fig, "figure")
+    assert lines[0] == f"{FIGURE_CHECK} 1 problem(s)" and "legend" in lines[1]
+    assert figure_check_lines(fig, "diagram") == []
+    plt.close(fig)
