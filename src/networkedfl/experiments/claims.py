@@ -16,8 +16,9 @@ from a comparison of means alone:
   effect of interest, :func:`design`) on both sides of a one-sided claim's bound (two
   one-sided tests: the effect, whatever its sign, is too small to matter; this takes
   precedence over holds and fails).  Otherwise it is **inconclusive**.  A non-inferiority
-  case (:func:`not_worse`, "at least as good") holds when its interval's bound lies inside
-  the margin on the good side and fails when the whole interval lies beyond it.
+  case (:func:`not_worse` for "at most" a loss, :func:`at_least` for "at least" a score,
+  "at least as good") holds when its interval's bound lies inside the margin on the good
+  side and fails when the whole interval lies beyond it.
 * **Intervals.**  Fixed in advance by the number of seeds (:func:`interval_method`):
   Student's t below :data:`BOOTSTRAP_FROM` seeds (the only interval that exists at 3-5
   seeds; the bootstrap covers worse there), the BCa bootstrap of ``scipy.stats`` from
@@ -60,8 +61,8 @@ from .registry import CLAIM_KINDS, CLAIM_TESTS, VERDICTS, Claim
 __all__ = [
     "BOOTSTRAP_FROM", "CLUSTER_ORACLE", "DIAGNOSTIC", "EQUIVALENT", "EVERY_SEED", "FAILS", "FIXED", "HOLDS",
     "INCONCLUSIVE", "KINDS", "LEVEL", "LOCAL", "MEAN", "ORACLE", "PAPER", "REFERENCE", "REFERENCES", "STATISTICAL",
-    "VERDICTS", "Case", "above", "all_of", "any_of", "below", "bootstrap_interval", "check_all", "claim", "design",
-    "every_seed", "exact", "increasing_cases", "interval", "interval_method", "mean_over_seeds", "not_worse",
+    "VERDICTS", "Case", "above", "all_of", "any_of", "at_least", "below", "bootstrap_interval", "check_all", "claim",
+    "design", "every_seed", "exact", "increasing_cases", "interval", "interval_method", "mean_over_seeds", "not_worse",
     "per_seed", "reference_claims", "seed_values", "split_counts", "strictly_increasing", "t_interval",
     "threshold", "within_factor",
 ]
@@ -263,22 +264,29 @@ class Case:
             self._intervals[level] = interval(self.values, level, self.noise)
         return self._intervals[level]
 
+    def tested_region(self) -> tuple[float, float]:
+        """The region the verdict puts the interval in: the claim's, moved by the margin to
+        the other side of its bound for a non-inferiority case ("not worse by the margin or
+        more"; an error without a margin)."""
+        lo_bound, hi_bound = self.region
+        if self.test != "noninferiority":
+            return lo_bound, hi_bound
+        if self.delta <= 0:
+            raise ValueError(f"case {self.name!r}: a non-inferiority test needs a margin > 0 (the target's "
+                             "design, docs/verdicts.md#design, or the case's own margin)")
+        return (lo_bound, hi_bound + self.delta) if math.isfinite(hi_bound) else (lo_bound - self.delta, hi_bound)
+
     def verdict(self, level: float = LEVEL) -> str:
         """docs/verdicts.md: equivalent if the interval lies within the margin around a
         one-sided claim's bound; else holds if it lies inside the region, fails if outside it."""
         if self.n == 0:
             return INCONCLUSIVE
         _, low, high = self.interval(level)
-        lo_bound, hi_bound = self.region
-        if not self.two_sided:
+        lo_bound, hi_bound = self.tested_region()
+        if not self.two_sided and self.test == "superiority":
             delta = self.delta
             bound = hi_bound if math.isfinite(hi_bound) else lo_bound
-            if self.test == "noninferiority":
-                if delta <= 0:
-                    raise ValueError(f"case {self.name!r}: a non-inferiority test needs a margin > 0 (design)")
-                shift = delta if math.isfinite(hi_bound) else -delta
-                lo_bound, hi_bound = (lo_bound, bound + shift) if math.isfinite(hi_bound) else (bound + shift, hi_bound)
-            elif delta > 0 and bound - delta <= low and high <= bound + delta:
+            if delta > 0 and bound - delta <= low and high <= bound + delta:
                 return EQUIVALENT
         inside = ((low > lo_bound) if self.strict else (low >= lo_bound)) and \
                  ((high < hi_bound) if self.strict else (high <= hi_bound))
@@ -374,8 +382,20 @@ def not_worse(name: str, a: Any, b: Any, *, scale: Scale = "log", what: str = ""
     seed: a non-inferiority test, ``E log(a/b) < delta`` (or ``E (a - b) < delta``) with the
     design's margin ``delta`` (or ``margin`` on the case's scale).  Holds when the interval's
     upper end lies inside the margin, fails when its lower end lies beyond it.  For a score
-    (higher is better) swap the arms: ``not_worse(name, b, a)``."""
+    (higher is better) use :func:`at_least`, which keeps the effect ``a - b`` on the claim's
+    side."""
     case = below(name, a, b, scale=scale, what=what, noise=noise)
+    return Case(name, case.values, case.region, scale, True, what, noise, margin=margin, test="noninferiority")
+
+
+def at_least(name: str, a: Any, b: Any, *, scale: Scale = "log", what: str = "", margin: float | None = None,
+             noise: float | None = None) -> Case:
+    """``a`` at least ``b`` (not below it by the margin or more), paired by seed: the mirror of
+    :func:`not_worse`, for scores (higher is better: accuracies) and for claims that a
+    quantity is "at least" another's; ``E log(a/b) > -delta`` (or ``E (a - b) > -delta``).
+    Holds when the interval's lower end lies above ``-delta``, fails when its upper end lies
+    at or below it.  The effect is ``a/b`` (or ``a - b``)."""
+    case = above(name, a, b, scale=scale, what=what, noise=noise)
     return Case(name, case.values, case.region, scale, True, what, noise, margin=margin, test="noninferiority")
 
 
@@ -474,7 +494,7 @@ def any_of(text: str, cases: Iterable[Case], *, kind: str | None = None) -> Clai
 def _margin(case: Case) -> float:
     """How far the 95 % interval lies inside the region (negative: it crosses a bound)."""
     _, low, high = case.interval()
-    lo_bound, hi_bound = case.region
+    lo_bound, hi_bound = case.tested_region()
     return min(low - lo_bound, hi_bound - high)
 
 

@@ -16,6 +16,7 @@ from networkedfl.experiments.claims import (
     above,
     all_of,
     any_of,
+    at_least,
     below,
     check_all,
     claim,
@@ -233,6 +234,40 @@ def test_non_inferiority_holds_inside_the_margin_and_fails_beyond_it():
         claim("c", not_worse("x", same, b))  # no margin: non-inferiority is undefined
     held = claim("c", not_worse("x", same, b, margin=math.log(1.1)))
     assert "non-inferiority" in held.interval
+
+
+def test_at_least_is_non_inferiority_for_scores_against_closed_forms():
+    b = np.array([0.80, 0.82, 0.78, 0.81, 0.79])
+    d = np.array([0.004, -0.003, 0.002, -0.004, 0.001])  # two equal methods: a - b = d, mean 0
+    same = b + d
+    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / math.sqrt(5)
+    held = claim("c", at_least("x", same, b, scale="linear", margin=0.01))
+    assert held.verdict == HOLDS and held.low == pytest.approx(d.mean() - half)  # effect a - b, lower end > -0.01
+    assert claim("c", above("x", same, b, scale="linear", margin=0.01)).verdict == EQUIVALENT  # superiority cannot
+    worse = b - 0.05 + d  # worse by 5 points, the margin 1
+    assert claim("c", at_least("x", worse, b, scale="linear", margin=0.01)).verdict == FAILS
+    assert claim("c", at_least("x", b - 0.008 + d, b, scale="linear", margin=0.01)).verdict == INCONCLUSIVE
+    # the margin is the design's (here a word of the label): 1 point of accuracy
+    with design({"difference_margin": {"accuracy": 0.01}}):
+        assert claim("c", at_least("accuracy", same, b, scale="linear")).verdict == HOLDS
+        with pytest.raises(ValueError, match="non-inferiority test needs a margin"):
+            claim("c", at_least("area", same, b, scale="linear"))
+    # log scale: at least as many (a ratio not below 1 / 1.1)
+    with design({"ratio_margin": 0.1}):
+        assert claim("c", at_least("x", 0.99 * np.exp(d), np.ones(5))).verdict == HOLDS
+        assert claim("c", at_least("x", 0.8 * np.exp(d), np.ones(5))).verdict == FAILS
+        assert "non-inferiority" in claim("c", at_least("x", np.exp(d), np.ones(5))).interval
+
+
+def test_the_deciding_case_of_a_non_inferiority_claim_is_read_against_the_moved_bound():
+    # both hold; the non-inferiority case's interval [0.005, 0.013] lies 0.015 inside its tested
+    # bound (-0.01), the superiority case's [0.010, 0.018] 0.010 inside its bound (0): the latter decides
+    b = np.ones(5)
+    d = np.array([0.004, -0.003, 0.002, -0.004, 0.001])
+    non_inferior = at_least("non-inferior", b + 0.0092 + d, b, scale="linear", margin=0.01)
+    superior = above("superior", b + 0.0142 + d, b, scale="linear", margin=0.0)
+    shown = all_of("c", [non_inferior, superior])
+    assert shown.verdict == HOLDS and "deciding: superior" in shown.detail
 
 
 def test_all_of_and_any_of_know_the_equivalent_verdict():

@@ -3,12 +3,13 @@ per-seed tables: a clear effect holds, its reverse fails, an effect inside the n
 inconclusive; and the streams Figs. 1b and 2b share with Figs. 1a and 2a."""
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE, below, threshold
+from networkedfl.experiments.claims import EQUIVALENT, FAILS, HOLDS, INCONCLUSIVE, below, threshold
 from networkedfl.experiments.fedrelax import claims as fc
 
 SEEDS = range(6)
@@ -46,6 +47,25 @@ def test_every_some_holds_when_every_group_has_a_holding_case():
     assert failed.verdict == FAILS and failed.effect > 1 and "deciding g2" in failed.detail
     assert fc.every_some("c", {"g1": [good], "g2": [noisy, bad]}).verdict == INCONCLUSIVE
     assert fc.every_some("c", {}).verdict == INCONCLUSIVE
+
+
+def test_every_some_is_equivalent_when_a_group_shows_no_difference_beyond_the_margin():
+    # all_of over groups, each an any_of: a group of ties (or ties and fails) at 1 - 0.05/G is
+    # equivalent, and the claim is equivalent unless some group fails
+    margin = math.log(1.1)
+    spread = np.exp(np.linspace(-0.01, 0.01, 6))
+    good = below("good", 0.5 * spread, np.ones(6), margin=margin)
+    tie = below("tie", spread, np.ones(6), margin=margin)
+    bad = below("bad", 2.0 * spread, np.ones(6), margin=margin)
+    assert tie.verdict(1 - 0.05 / 2) == EQUIVALENT and bad.verdict(1 - 0.05 / 2) == FAILS
+    same = fc.every_some("c", {"g1": [good], "g2": [tie, bad]})
+    assert same.verdict == EQUIVALENT and "deciding g2" in same.detail and same.effect == pytest.approx(1.0, abs=0.01)
+    assert fc.every_some("c", {"g1": [tie], "g2": [bad, bad]}).verdict == FAILS  # a failing group decides
+    assert fc.every_some("c", {"g1": [good], "g2": [tie, good]}).verdict == HOLDS  # some alpha of g2 holds
+    assert fc.every_some("c", {"g1": [good], "g2": [bad, bad]}).verdict == FAILS
+    # without a margin a tie is no equivalence: the rule of holds / fails / inconclusive
+    bare = below("tie", spread, np.ones(6))
+    assert fc.every_some("c", {"g1": [good], "g2": [bare]}).verdict == INCONCLUSIVE
 
 
 def test_every_some_asks_a_group_to_hold_at_the_bonferroni_level_over_its_cases():

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
+from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE, design
 from networkedfl.experiments.gtv import claims as gtv_claims
 from networkedfl.experiments.gtv.ablation import headline_per_seed
 from networkedfl.experiments.gtv.claims import (
@@ -93,14 +93,45 @@ def test_fig02_claims_read_every_k_and_the_extremes():
 
     grid = {"n_clusters": [2, 5, 10]}
     methods = ("l1", "ifca", "fedavg", "fedavg_clusters")
-    assert verdicts(gtv_claims.num_clusters_claims(sweep(grid, value, methods), {})) == [HOLDS] * 3
+    with design(DESIGN):
+        assert verdicts(gtv_claims.num_clusters_claims(sweep(grid, value, methods), {})) == [HOLDS] * 3
 
     def ifca_wins_at_two(m, p, s, metric):
         return 1e-7 if (m == "ifca" and p["n_clusters"] == 2) else value(m, p, s, metric)
 
-    claims = gtv_claims.num_clusters_claims(sweep(grid, ifca_wins_at_two, methods), {})
+    with design(DESIGN):
+        claims = gtv_claims.num_clusters_claims(sweep(grid, ifca_wins_at_two, methods), {})
     assert verdicts(claims) == [HOLDS, FAILS, HOLDS]
     assert "k=2" in claims[1].detail.split("deciding:")[1].split(";")[0]
+
+
+#: The GTV synthetic targets' design (config: a ratio within 10 %).
+DESIGN = {"ratio_margin": 0.10}
+
+
+def _fig02(fedavg_clusters: float, jitter: float = 0.02) -> pd.DataFrame:
+    """Fig. 2's table: FedAvgC at ``fedavg_clusters`` times FedAvg, each arm with its own
+    per-seed jitter (sd ``jitter`` on the log scale) on a level shared by the seed."""
+    def value(m, p, s, _):
+        k = p["n_clusters"]
+        own = np.exp(jitter * np.random.default_rng([s, k, zlib.crc32(m.encode())]).normal())
+        base = {"l1": 1e-5, "ifca": 3.0, "fedavg": 3.0 + k, "fedavg_clusters": fedavg_clusters * (3.0 + k)}[m]
+        return base * own * seed_noise(s + 10 * k, 0.5)
+
+    return sweep({"n_clusters": [2, 5, 10]}, value, ("l1", "ifca", "fedavg", "fedavg_clusters"))
+
+
+def test_fig02_fedavgc_at_most_fedavg_is_non_inferiority():
+    # "at most": FedAvgC equal to FedAvg holds (a superiority test could only call it equivalent)
+    with design(DESIGN):
+        equal = gtv_claims.num_clusters_claims(_fig02(1.0), {})[0]
+        assert equal.verdict == HOLDS and "non-inferiority" in equal.interval
+        assert 0.95 < equal.effect < 1.05
+        # worse by 30 %, beyond the 10 % margin at every k: fails
+        assert gtv_claims.num_clusters_claims(_fig02(1.3), {})[0].verdict == FAILS
+        assert gtv_claims.num_clusters_claims(_fig02(1e-3), {})[0].verdict == HOLDS
+    with pytest.raises(ValueError, match="non-inferiority test needs a margin"):
+        gtv_claims.num_clusters_claims(_fig02(1.0), {})  # no design: no margin
 
 
 def test_chain_sampling_averages_each_seed_over_eps():

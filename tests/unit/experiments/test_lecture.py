@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
+from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE, design
 from networkedfl.experiments.lecture import figures as lf
 from networkedfl.experiments.lecture.claims import lecture_demo_claims
 from networkedfl.experiments.lecture.runs import run_lecture_demo
@@ -37,8 +37,14 @@ def _demo(final=None, spread=(1.0, 30.0), gossip_reach=1.0, seeds=range(4), roun
     return pd.DataFrame(rows)
 
 
+def demo_claims(table, params):
+    """The demo's claims under its design (config: a ratio within 10 %)."""
+    with design({"ratio_margin": 0.10}):
+        return lecture_demo_claims(table, params)
+
+
 def test_lecture_demo_claims_hold_on_a_clear_table():
-    claims = lecture_demo_claims(_demo(), {})
+    claims = demo_claims(_demo(), {})
     assert [c.verdict for c in claims] == [HOLDS] * 4
     assert claims[2].effect == pytest.approx(1 / 30, rel=0.05) and claims[2].n_seeds == 4
     # gossip reaches FedAvg E1 B10's round-10 loss later than round 10: more messages
@@ -46,7 +52,7 @@ def test_lecture_demo_claims_hold_on_a_clear_table():
 
 
 def test_lecture_demo_claims_fail_when_reversed():
-    claims = lecture_demo_claims(_demo(final={("fedavg", 5, 10): 2.5}, spread=(30.0, 1.0), gossip_reach=0.5), {})
+    claims = demo_claims(_demo(final={("fedavg", 5, 10): 2.5}, spread=(30.0, 1.0), gossip_reach=0.5), {})
     assert claims[0].verdict == FAILS  # FedAvg E5 B10 above FedSGD
     assert claims[1].verdict == HOLDS  # every loss still falls
     assert claims[2].verdict == FAILS  # gossip's clients spread more than without exchange
@@ -54,14 +60,14 @@ def test_lecture_demo_claims_fail_when_reversed():
 
 
 def test_lecture_demo_claims_inside_the_noise_are_inconclusive():
-    claims = lecture_demo_claims(_demo(final={("fedavg", 5, 10): 2.0}, spread=(30.0, 30.0), noise=0.3,
+    claims = demo_claims(_demo(final={("fedavg", 5, 10): 2.0}, spread=(30.0, 30.0), noise=0.3,
                                        seeds=range(2)), {})
     assert claims[0].verdict == INCONCLUSIVE and claims[2].verdict == INCONCLUSIVE
 
 
 def test_a_gossip_run_that_never_reaches_the_loss_counts_one_round_more():
     table = _demo(gossip_reach=3.0)  # gossip ends far above FedAvg E1 B10's round-10 loss
-    claim = lecture_demo_claims(table, {})[3]
+    claim = demo_claims(table, {})[3]
     assert claim.verdict == HOLDS and claim.effect == pytest.approx(21 * 20 / 200)
 
 
@@ -98,3 +104,14 @@ def test_coinciding_runs_are_named_in_the_legend():
     fig = lf.plot_communication(table)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "FedAvg E=5 B=10 (coincides with FedAvg E=1 B=10)" in labels
+
+
+def test_at_least_as_many_messages_is_non_inferiority():
+    # gossip's curve equal to client-server FedAvg's (E = 1, B = 10): it reaches the round-10
+    # loss at round 10 with as many messages, and "at least as many" holds
+    equal = demo_claims(_demo(final={("gossip", 1, 10): 1.0}, noise=0.0), {})[3]
+    assert equal.verdict == HOLDS and equal.effect == pytest.approx(1.0) and "non-inferiority" in equal.interval
+    # half the messages, beyond the 10 % margin: fails
+    assert demo_claims(_demo(gossip_reach=0.5), {})[3].verdict == FAILS
+    with pytest.raises(ValueError, match="non-inferiority test needs a margin"):
+        lecture_demo_claims(_demo(), {})  # no design: no margin

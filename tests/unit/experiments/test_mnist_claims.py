@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE
+from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE, design
 from networkedfl.experiments.gtv.claims import (
     _method_claims,
     accuracy_at,
@@ -53,26 +53,54 @@ def test_accuracy_at_and_area_are_per_seed_statistics():
     assert area_under_curves(table, LAST + 5).empty  # no curve reaches that far
 
 
+#: The accuracy margin of the MNIST targets' design (config: 1 point); the areas' margin is
+#: left out here, so that the area claims keep the rule without a margin.
+ACCURACY = {"difference_margin": {"accuracy": 0.01}}
+
+
+def method_claims(finals, baselines):
+    with design(ACCURACY):
+        return _method_claims(curves(finals), PARAMS, baselines=baselines)
+
+
 @pytest.mark.parametrize(("alg", "expected"), [(0.95, HOLDS), (0.70, FAILS), (0.80, INCONCLUSIVE)])
 def test_method_claims_decide_from_paired_seeds(alg, expected):
     seeds = 5
     finals = {"primal_dual": [alg + d for d in NOISE[:seeds]],
               "ifca": [0.80 - d for d in NOISE[:seeds]], "local_sgd": [0.75] * seeds}
-    claims = _method_claims(curves(finals), PARAMS, baselines=("ifca", "local_sgd"))
+    claims = method_claims(finals, ("ifca", "local_sgd"))
     assert verdicts(claims) == [expected, expected]
     assert claims[0].n_seeds == seeds and claims[0].interval.startswith("t, ")
     assert "at least IFCA's, and above local SGD's" in claims[0].claim
 
 
+def test_at_least_is_non_inferiority_within_the_accuracy_margin():
+    # Alg. 1 equal to IFCA (paired differences of +-0.3 points) and clearly above local SGD
+    jitter = [0.0, 0.003, -0.003, 0.002, -0.002]
+    base = [0.80 + d for d in NOISE]
+    equal = {"primal_dual": [b + j for b, j in zip(base, jitter, strict=True)], "ifca": base,
+             "local_sgd": [0.6] * 5}
+    claims = method_claims(equal, ("ifca", "local_sgd"))
+    assert claims[0].verdict == HOLDS and "non-inferiority" in claims[0].detail
+    # two points below IFCA, beyond the 1-point margin: fails
+    worse = {**equal, "primal_dual": [b - 0.02 + j for b, j in zip(base, jitter, strict=True)]}
+    assert method_claims(worse, ("ifca", "local_sgd"))[0].verdict == FAILS
+    # "above" local SGD stays strict: equal to local SGD is no "above"
+    tie = {"primal_dual": base, "ifca": [0.5] * 5, "local_sgd": [b - j for b, j in zip(base, jitter, strict=True)]}
+    assert method_claims(tie, ("ifca", "local_sgd"))[0].verdict != HOLDS
+    with pytest.raises(ValueError, match="non-inferiority test needs a margin"):
+        _method_claims(curves(equal), PARAMS, baselines=("ifca", "local_sgd"))  # no design: no margin
+
+
 def test_a_method_claim_fails_on_one_clearly_failing_baseline_even_if_another_holds():
     finals = {"primal_dual": [0.9 + d / 3 for d in NOISE], "ifca": [0.95 + d / 3 for d in NOISE],
               "pfedme": [0.6 + d / 3 for d in NOISE]}
-    claims = _method_claims(curves(finals), PARAMS, baselines=("ifca", "pfedme"))
+    claims = method_claims(finals, ("ifca", "pfedme"))
     assert claims[0].verdict == FAILS and claims[0].effect < 0
 
 
 def test_one_seed_is_inconclusive_without_a_noise_estimate():
-    claims = _method_claims(curves({"primal_dual": [0.99], "ifca": [0.5]}), PARAMS, baselines=("ifca",))
+    claims = method_claims({"primal_dual": [0.99], "ifca": [0.5]}, ("ifca",))
     assert verdicts(claims) == [INCONCLUSIVE, INCONCLUSIVE]
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..claims import (
+    EQUIVALENT,
     FAILS,
     HOLDS,
     INCONCLUSIVE,
@@ -36,6 +37,7 @@ from ..claims import (
     LOCAL,
     MEAN,
     ORACLE,
+    VERDICTS,
     Case,
     _margin,
     _result,
@@ -80,48 +82,61 @@ METHOD_NAMES = {"fedrelax": "FedRelax", "local": LOCAL, "oracle": ORACLE, "fedav
 
 
 def every_some(text: str, groups: Mapping[str, Sequence[Case]], *, kind: str | None = None) -> Claim:
-    """"For every group, for some case of it" (e.g. for every d/m, some ``alpha > 0``).
+    """"For every group, for some case of it" (e.g. for every d/m, some ``alpha > 0``):
+    :func:`all_of` over the groups, each group an :func:`any_of` over its cases
+    (docs/verdicts.md#claims-with-several-cases).
 
-    A group holds when one of its ``m`` cases holds at ``1 - 0.05/m`` (as :func:`any_of`);
-    the claim holds when every group holds (an intersection-union test, as :func:`all_of`).
-    It fails when, for some group, every case fails at the Bonferroni level over the ``G``
-    groups, ``1 - 0.05/G`` (that group's "for some" fails).  Otherwise it is inconclusive.
-    The effect recorded is the deciding group's best case: the failing group's, else the
-    weakest holding group's, else the first undecided group's.  (A helper of this paper's
-    claims; :mod:`networkedfl.experiments.claims` has no nested quantifier.)
+    A group of ``m`` cases **holds** when one of its cases holds at ``1 - 0.05/m`` (as
+    :func:`any_of`).  The outer "for every" tests fails and equivalents at the Bonferroni
+    level over the ``G`` groups, ``1 - 0.05/G`` (as :func:`all_of`), so a group **fails** when
+    every case fails at that level, and is **equivalent** when every case fails or is
+    equivalent at that level and some is equivalent (:func:`any_of`'s rules at the level
+    :func:`all_of` asks of a case).  The claim fails when some group fails; else it is
+    equivalent when some group is equivalent (for that group no ``alpha`` makes a difference
+    beyond the margin); else it holds when every group holds; otherwise it is inconclusive.
+    The effect recorded is the deciding group's case: the failing group's best, else the
+    equivalent group's first equivalent case, else the weakest holding group's best, else
+    the first undecided group's best.  (A helper of this paper's claims;
+    :mod:`networkedfl.experiments.claims` has no nested quantifier.)
     """
     groups = {g: list(cases) for g, cases in groups.items() if cases}
     if not groups:
         return Claim(text, INCONCLUSIVE, "no rows in the table to evaluate this claim", kind=kind)
     fail_level = 1 - (1 - LEVEL) / len(groups)
-    status: dict[str, tuple[str, Case, float]] = {}
-    for name, cases in groups.items():
-        some_level = 1 - (1 - LEVEL) / len(cases)
-        held = [c for c in cases if c.verdict(some_level) == HOLDS]
-        best = max(held or cases, key=_margin)
-        if held:
-            status[name] = (HOLDS, best, some_level)
-        elif all(c.verdict(fail_level) == FAILS for c in cases):
-            status[name] = (FAILS, best, fail_level)
-        else:
-            status[name] = (INCONCLUSIVE, best, LEVEL)
+    status = {name: _some(cases, fail_level) for name, cases in groups.items()}
     verdicts = {name: s[0] for name, s in status.items()}
     if FAILS in verdicts.values():
         verdict, deciding = FAILS, next(n for n, v in verdicts.items() if v == FAILS)
+    elif EQUIVALENT in verdicts.values():
+        verdict, deciding = EQUIVALENT, next(n for n, v in verdicts.items() if v == EQUIVALENT)
     elif all(v == HOLDS for v in verdicts.values()):
         verdict, deciding = HOLDS, min(status, key=lambda n: _margin(status[n][1]))
     else:
         verdict, deciding = INCONCLUSIVE, next(n for n, v in verdicts.items() if v != HOLDS)
     _, case, level = status[deciding]
-    tally = ", ".join(f"{sum(v == x for v in verdicts.values())} {x}" for x in (HOLDS, FAILS, INCONCLUSIVE)
-                      if x in verdicts.values())
+    tally = ", ".join(f"{sum(v == x for v in verdicts.values())} {x}" for x in VERDICTS if x in verdicts.values())
     detail = (f"{len(groups)} groups ({tally}; a group holds when some case holds at 1 - 0.05/cases, "
-              f"the claim fails when every case of a group fails at {100 * fail_level:.3g} %); deciding "
+              f"the claim fails when every case of a group fails at {100 * fail_level:.3g} %, and is equivalent "
+              f"when every case of a group fails or is equivalent at that level, some equivalent); deciding "
               f"{deciding}: {case.describe(level)}; "
               + "; ".join(f"{n}: {v} (best {status[n][1].describe(status[n][2])})"
                           for n, v in verdicts.items() if n != deciding))
     n_seeds = min(c.n for cases in groups.values() for c in cases)
     return _result(text, verdict, case, level, detail, kind=kind, n_seeds=n_seeds)
+
+
+def _some(cases: Sequence[Case], fail_level: float) -> tuple[str, Case, float]:
+    """One group of :func:`every_some`: its verdict, the case shown for it and that case's level."""
+    some_level = 1 - (1 - LEVEL) / len(cases)
+    held = [c for c in cases if c.verdict(some_level) == HOLDS]
+    if held:
+        return HOLDS, max(held, key=_margin), some_level
+    at_fail = [c.verdict(fail_level) for c in cases]
+    if all(v == FAILS for v in at_fail):
+        return FAILS, max(cases, key=_margin), fail_level
+    if all(v in (FAILS, EQUIVALENT) for v in at_fail):
+        return EQUIVALENT, next(c for c, v in zip(cases, at_fail, strict=True) if v == EQUIVALENT), fail_level
+    return INCONCLUSIVE, max(cases, key=_margin), LEVEL
 
 
 def _g(x: float) -> str:
