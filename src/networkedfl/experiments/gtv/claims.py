@@ -47,7 +47,7 @@ from ..claims import (
 )
 from ..registry import Claim, inferred
 from .ablation import ablation_switches, headline_per_seed
-from .diagrams import _edges, _nodes
+from .diagrams import edge_rows, node_rows
 from .linear import METHOD_NAMES
 from .mnist import PAPER_TABLE2
 
@@ -366,7 +366,7 @@ def _is_connected(n: int, edges: pd.DataFrame) -> bool:
 
 
 def empirical_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    nodes, edges = _nodes(table, "empirical"), _edges(table, "empirical")
+    nodes, edges = node_rows(table, "empirical"), edge_rows(table, "empirical")
     n_expected = sum(params["cluster_sizes"])
     k_expected = len(params["cluster_sizes"])
     clusters = nodes.set_index("node")["cluster"]
@@ -385,8 +385,8 @@ def empirical_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
 
 
 def cluster_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    nodes, edges = _nodes(table, "empirical"), _edges(table, "empirical")
-    cnodes, cedges = _nodes(table, "cluster"), _edges(table, "cluster")
+    nodes, edges = node_rows(table, "empirical"), edge_rows(table, "empirical")
+    cnodes, cedges = node_rows(table, "cluster"), edge_rows(table, "cluster")
     label = nodes.set_index("node")["cluster"]
     a, b = label[edges["source"]].to_numpy(), label[edges["target"]].to_numpy()
     between = a != b
@@ -410,7 +410,7 @@ def cluster_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
 
 
 def star_graph_claims(table: pd.DataFrame, params: Params) -> list[Claim]:
-    nodes, edges = _nodes(table, "star"), _edges(table, "star")
+    nodes, edges = node_rows(table, "star"), edge_rows(table, "star")
     n = int(params["n_nodes"])
     touches = ((edges["source"] == 0) | (edges["target"] == 0)).all()
     return [

@@ -18,6 +18,8 @@ from ...gtv import cluster_weights_per_node, linear_model_data
 from ...seeding import rng_for
 
 __all__ = [
+    "edge_rows",
+    "node_rows",
     "run_cluster_graph",
     "run_empirical_graph",
     "run_star_graph",
@@ -114,12 +116,14 @@ def run_star_graph(
 
 # ------------------------------------------------------------- reading the table back
 
-def _nodes(table: pd.DataFrame, graph: str) -> pd.DataFrame:
+def node_rows(table: pd.DataFrame, graph: str) -> pd.DataFrame:
+    """The nodes of ``graph`` in a diagram table: one row per node (``node``, ``cluster``)."""
     rows = table[(table["graph"] == graph) & (table["element"] == "node") & (table["metric"] == "x")]
     return rows[["node", "cluster"]].astype(int)
 
 
-def _edges(table: pd.DataFrame, graph: str) -> pd.DataFrame:
+def edge_rows(table: pd.DataFrame, graph: str) -> pd.DataFrame:
+    """The edges of ``graph`` in a diagram table: one row per edge (``source``, ``target``, ``weight``)."""
     rows = table[(table["graph"] == graph) & (table["element"] == "edge")]
     out = rows[["source", "target", "value"]].rename(columns={"value": "weight"})
     return out.astype({"source": int, "target": int})
