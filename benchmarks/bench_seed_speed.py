@@ -82,7 +82,8 @@ def main() -> None:
         after = REPO / "src"
         graphs = Path(tempfile.gettempdir()) / "networkedfl-seed-jobs"  # stand-in MNIST graphs, kept
         graphs.mkdir(exist_ok=True)
-        print("| job | before: CPU (wall) | after: CPU (wall) | before / after (CPU) | tables |\n|---|---|---|---|---|")
+        print("| job | before: CPU (wall) | after: CPU (wall) | before / after (CPU) | tables | torch import, CPU "
+              "(once per job process) |\n|---|---|---|---|---|---|")
         for job in args.jobs:
             times: dict[str, list[dict]] = {"before": [], "after": []}
             for _ in range(args.repeats):
@@ -91,9 +92,11 @@ def main() -> None:
                                                 args.whole_job, args.config))
             cpu = {k: statistics.median(t["cpu"] for t in v) for k, v in times.items()}
             wall = {k: statistics.median(t["wall"] for t in v) for k, v in times.items()}
+            imports = {k: statistics.median(t.get("import_cpu", float("nan")) for t in v) for k, v in times.items()}
             same = compare_tables(tmp_path / "before.csv", tmp_path / "after.csv")
             print(f"| {job} | {cpu['before']:.1f} s ({wall['before']:.1f} s) | {cpu['after']:.1f} s "
-                  f"({wall['after']:.1f} s) | {cpu['before'] / cpu['after']:.2f} | {same} |", flush=True)
+                  f"({wall['after']:.1f} s) | {cpu['before'] / cpu['after']:.2f} | {same} | "
+                  f"{imports['before']:.1f} s → {imports['after']:.1f} s |", flush=True)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,12 @@ def main() -> None:
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "networkedfl-seed-jobs")
+    parser.add_argument("--save", type=Path, help="also write the raw cProfile statistics here (pstats)")
+    parser.add_argument("--pin", action="store_true",
+                        help="the pipeline's job environment: threads, pinned CPU kernels, deterministic torch")
     args = parser.parse_args()
+    if args.pin:
+        seed_jobs.pin(1)
     args.workdir.mkdir(parents=True, exist_ok=True)
     config = seed_jobs.load(args.config)
     run, params, own, extra = seed_jobs.job_args(config, args.target, args.setting, args.workdir)
@@ -51,6 +56,8 @@ def main() -> None:
     run(params, own, args.seed, int(config["base_seed"]), **extra)
     profiler.disable()
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    if args.save:
+        profiler.dump_stats(args.save)
     stats = pstats.Stats(profiler, stream=io.StringIO())
     total = max(sum(v[2] for v in stats.stats.values()), 1e-9)  # type: ignore[attr-defined]
     print(f"{args.target} / {args.setting} / seed {args.seed}: {cpu:.1f} s CPU, {wall:.1f} s wall (profiled)\n")

@@ -32,6 +32,16 @@ REPO = Path(__file__).resolve().parents[1]
 CHEAP_TSNE = {"n_iter": 30, "early_exaggeration_iter": 20, "neighbors": "approx"}
 
 
+def pin(threads: int = 1, cpu_kernels: str = "avx2") -> None:
+    """This process in a pipeline job's environment (``networkedfl.pipeline.determinism``):
+    ``threads`` threads in every library, the pinned CPU kernels, PyTorch deterministic.
+    Call before torch is imported (its kernels are chosen at import)."""
+    from networkedfl.pipeline.determinism import job_environment, pin_job
+
+    os.environ.update(job_environment(threads, cpu_kernels))
+    pin_job(threads)
+
+
 def load(config: str) -> dict:
     from networkedfl.pipeline.config import load_config
 
@@ -104,13 +114,22 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "networkedfl-seed-jobs")
     parser.add_argument("--out", type=Path, help="write the job's table here (CSV, %%.17g)")
     parser.add_argument("--whole-job", action="store_true", help="an MNIST job: all its seeds, as the pipeline")
+    parser.add_argument("--no-pin", action="store_true", help="skip the job environment (seed_jobs.pin)")
     args = parser.parse_args()
+    if not args.no_pin:
+        pin(1)
+    # PyTorch's import (with what the pin adds to it) is the job process's, once for all its
+    # seeds: timed apart, not in the seed's time
+    start = time.process_time()
+    import torch  # noqa: F401
+    import_cpu = time.process_time() - start
     args.workdir.mkdir(parents=True, exist_ok=True)
     config = load(args.config)
     table, cpu, wall = run_one(config, args.target, args.setting, args.seed, args.workdir, args.whole_job)
     if args.out:
         table.to_csv(args.out, index=False, float_format="%.17g")
-    json.dump({"cpu": cpu, "wall": wall, "rows": len(table), "pid": os.getpid()}, sys.stdout)
+    json.dump({"cpu": cpu, "wall": wall, "import_cpu": import_cpu, "rows": len(table), "pid": os.getpid()},
+              sys.stdout)
     print()
 
 

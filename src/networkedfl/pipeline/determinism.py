@@ -152,9 +152,26 @@ def _pin_torch(threads: int) -> Callable[[ModuleType], None]:
             torch.set_num_interop_threads(threads)
         except RuntimeError:  # inter-op work has started; those threads change no result
             pass
-        torch.use_deterministic_algorithms(True)
+        deterministic(torch)
 
     return pin
+
+
+def _inductor_deterministic(config: ModuleType) -> None:
+    config.deterministic = True
+
+
+def deterministic(torch: ModuleType) -> None:
+    """``torch.use_deterministic_algorithms(True)`` without its import of
+    ``torch._inductor.config`` (about 1.5 s of CPU in every job process, for a compiler no
+    job uses): ATen's flag now, and the compiler's the moment something imports its config.
+    Where this PyTorch lacks the private setter, the public function."""
+    set_flag = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if set_flag is None:
+        torch.use_deterministic_algorithms(True)
+        return
+    set_flag(True, warn_only=False)
+    when_imported("torch._inductor.config", _inductor_deterministic)
 
 
 def pin_job(threads: int) -> None:

@@ -248,6 +248,30 @@ def test_sparse_samples_hold_the_block_diagonal_matrix_and_its_transpose():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_one_column_products_by_scipy_are_torchs_bit_for_bit(dtype):
+    """SparseSamples.times hands a product with one dense column (one replica, one hidden
+    unit) to scipy's CSR kernel: the numbers of torch's, bit for bit, both ways round; with
+    more columns, torch's own product; the one-unit network's gradients (scipy) equal the
+    same replica's inside a batch of three (torch) bit for bit."""
+    from networkedfl.nn import SparseSamples
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.rand(6, 40, 784, generator=g, dtype=dtype)
+    x = x * (torch.rand(6, 40, 784, generator=g, dtype=dtype) < 0.2)  # MNIST's share of non-zeros
+    s = SparseSamples.of(x)
+    for which, matrix in (("rows", s.rows), ("cols", s.cols)):
+        for width in (1, 3):
+            dense = torch.randn(matrix.shape[1], width, generator=g, dtype=dtype)
+            assert torch.equal(s.times(which, dense), matrix @ dense)
+    one = TwoLayerNetwork(n_features=784, n_hidden=1, n_classes=2)
+    params = torch.randn(3, 6, one.n_params, generator=g, dtype=dtype)
+    labels = torch.randint(0, 2, (6, 40), generator=g)
+    together = one.losses_and_gradients(params, s, labels)
+    alone = one.losses_and_gradients(params[1:2], s, labels)
+    assert torch.equal(alone[0], together[0][1:2]) and torch.equal(alone[1], together[1][1:2])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_sparse_products_give_the_dense_losses_and_gradients_and_replicas_do_not_interact(dtype):
     """Bit for bit whatever the replicas beside it, where each node holds a multiple of 32
     samples (whole vector blocks in torch's elementwise kernels; the default config's 400)."""

@@ -84,3 +84,23 @@ print(json.dumps({"torch": torch.get_num_threads(), "deterministic": torch.are_d
     assert proc.returncode == 0, proc.stderr[-3000:]
     state = json.loads(proc.stdout.strip().splitlines()[-1])
     assert state == {"torch": 1, "deterministic": True, "pools": [1], "child": "1"}
+
+
+def test_deterministic_mode_costs_no_compiler_import_and_reaches_the_compiler_when_it_loads():
+    """pin_job sets ATen's deterministic flag without importing torch._inductor.config (as
+    torch.use_deterministic_algorithms does: about 1.5 s of CPU per job process); a later
+    import of that config finds it deterministic, as the public function would have left it."""
+    pytest.importorskip("torch")
+    code = """
+import json, sys
+from networkedfl.pipeline.determinism import pin_job
+pin_job(1)
+import torch
+before = "torch._inductor.config" in sys.modules
+import torch._inductor.config as config
+print(json.dumps({"loaded_by_pin": before, "aten": torch.are_deterministic_algorithms_enabled(),
+                  "inductor": config.deterministic}))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"loaded_by_pin": False, "aten": True, "inductor": True}
