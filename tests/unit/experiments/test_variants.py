@@ -426,6 +426,16 @@ def test_the_published_variants_skip_the_dual_projection_at_lambda_zero(repo):
         assert paper.get("project_at_zero_lambda", True) is True, target
 
 
+def test_the_notebook_graphs_link_each_node_to_its_four_nearest(repo):
+    """Both notebooks at 6c3033e build their graph with num_neig=4 (the two-cluster one in
+    cell 23, whose run printed Fig. 5's and Fig. 6's Alg. 1 numbers, and in cell 31; its
+    num_neig=3 is the code before commit eb301c1)."""
+    from networkedfl.pipeline.config import load_config
+
+    graphs = load_config(repo / "config" / "config.yaml")["mnist_graphs"]
+    assert graphs["two_clusters_notebook"]["neighbours"] == graphs["five_clusters_notebook"]["neighbours"] == 4
+
+
 def test_published_lambda_zero_couples_the_nodes_through_unbounded_duals(test_config, inputs_for):
     """The projection at lambda = 0 acts on the lambda = 0 replica alone: skipping it (the
     notebooks, the published variant) changes that curve and no other.  With the projection
