@@ -158,6 +158,7 @@ def test_accuracies_compare_in_points_at_the_printed_iteration_only():
             [prt, _printed_frame([["gtv_fig06_mnist_methods", "primal_dual", "nlasso", "lam=1", "50", "accuracy",
                                    "mean", 0.96, 1.0, "r@c:nb:cell 1"]])]))))
     assert "Not compared (1): primal_dual at iteration 70 (this run stops at 50)" in lines
+    assert any(line.startswith("Not compared (1)") for line in printed.printed_markdown(short))  # nothing compared
 
 
 def test_the_seed_spread_check_is_a_prediction_interval_of_one_draw():

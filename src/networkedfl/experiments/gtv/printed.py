@@ -536,24 +536,30 @@ _MD_HEAD = ["| method | point | iteration | metric | ours: mean [median] | print
             "| explanation | note | printed in |", "|---|---|---|---|---|---|---|---|---|---|---|"]
 
 
+def _beyond_lines(comparison: pd.DataFrame, root: str) -> list[str]:
+    """The printed numbers left out because this run does not reach their iteration."""
+    beyond = comparison.attrs.get("beyond_run", [])
+    if not beyond:
+        return []
+    return [f"Not compared ({len(beyond)}): " + ", ".join(
+        f"{_NAMES.get((m, 'none'), m)} at iteration {it} (this run stops at {last})" for m, it, last in beyond)
+        + f": the printed iteration is not in this run ([why]({root}/printed.md#iterations-mnist)).", ""]
+
+
 def printed_markdown(comparison: pd.DataFrame, root: str = "..") -> list[str]:
     """The comparison (:func:`compare_printed`) as Markdown lines: a count, the rows outside
     tolerance with their explanation (``<root>/printed.md#<slug>``), then every row in a
     collapsed block.  ``root`` is the ``docs`` folder as seen from the page."""
+    beyond = _beyond_lines(comparison, root)
     if comparison.empty:
-        return ["No printed number of the notebooks has a counterpart in this table.", ""]
+        return ["No printed number of the notebooks has a counterpart in this table.", "", *beyond]
     outside = comparison[~comparison["within"].astype(bool)]
     lines = [f"**Published vs printed** ([how]({root}/printed.md)): {len(comparison) - len(outside)} of "
              f"{len(comparison)} of the notebooks' printed means within tolerance (MSE: a factor "
              f"{MSE_FACTOR:g}; accuracy: {ACCURACY_POINTS:g} points); `{REPO}@{COMMIT[:7]}`.", ""]
     if len(outside):
         lines += [*_MD_HEAD, *(_md_row(r, root) for r in outside.to_dict("records")), ""]
-    beyond = comparison.attrs.get("beyond_run", [])
-    if beyond:
-        lines += [f"Not compared ({len(beyond)}): " + ", ".join(
-            f"{_NAMES.get((m, 'none'), m)} at iteration {it} (this run stops at {last})" for m, it, last in beyond)
-            + f": the printed iteration is not in this run ([why]({root}/printed.md#iterations-mnist)).", ""]
-    lines += ["<details><summary>every compared row</summary>", "", *_MD_HEAD,
+    lines += [*beyond, "<details><summary>every compared row</summary>", "", *_MD_HEAD,
               *(_md_row(r, root) for r in comparison.to_dict("records")), "", "</details>", ""]
     return lines
 
