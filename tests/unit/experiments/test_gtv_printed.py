@@ -157,7 +157,7 @@ def test_accuracies_compare_in_points_at_the_printed_iteration_only():
         compare_printed(_mnist_table({0: 0.5, 50: 0.96}), "gtv_fig06_mnist_methods", pd.concat(
             [prt, _printed_frame([["gtv_fig06_mnist_methods", "primal_dual", "nlasso", "lam=1", "50", "accuracy",
                                    "mean", 0.96, 1.0, "r@c:nb:cell 1"]])]))))
-    assert "Not compared (1): primal_dual at iteration 70 (this run stops at 50)" in lines
+    assert "Not compared (1): Alg. 1 at iteration 70 (1; this run stops at 50)" in lines
     assert any(line.startswith("Not compared (1)") for line in printed.printed_markdown(short))  # nothing compared
 
 

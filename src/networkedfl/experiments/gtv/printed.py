@@ -541,8 +541,13 @@ def _beyond_lines(comparison: pd.DataFrame, root: str) -> list[str]:
     beyond = comparison.attrs.get("beyond_run", [])
     if not beyond:
         return []
+    groups: dict[tuple[str, int, int], int] = {}
+    for key in beyond:
+        groups[key] = groups.get(key, 0) + 1
+    names = {"primal_dual": "Alg. 1", "ifca": "IFCA"}
     return [f"Not compared ({len(beyond)}): " + ", ".join(
-        f"{_NAMES.get((m, 'none'), m)} at iteration {it} (this run stops at {last})" for m, it, last in beyond)
+        f"{names.get(m, m)} at iteration {it} ({count}; this run stops at {last})"
+        for (m, it, last), count in groups.items())
         + f": the printed iteration is not in this run ([why]({root}/printed.md#iterations-mnist)).", ""]
 
 
