@@ -44,6 +44,7 @@ __all__ = [
     "EXTRA_BASELINES",
     "MnistProblem",
     "PAPER_TABLE2",
+    "ZeroHatRestart",
     "job_seeds",
     "last_job",
     "load_problem",
