@@ -196,7 +196,8 @@ def _primal_dual(problem: MnistProblem, specs: Mapping[str, Params], starts: Map
     ``lam`` and ``step_scale``), seed of ``starts`` (its shared start ``w0``) and ``lambda``
     at once: one replica each on a disjoint union of copies of the graph (per-edge
     ``lambda``, per-node ``tau`` and per-edge ``sigma``), so the data are shared.  With the
-    sparse products every replica's numbers are those it gives alone.  Returns the records
+    sparse products every replica's numbers are those it gives alone.  ``draws(seed, lam)``:
+    a replica's generator for ``restart_zero_hat`` (:class:`ZeroHatRestart`).  Returns the records
     of every ``(method, seed)``: the accuracies per iteration and the final metrics."""
     from ...graphs import disjoint_union
     from ...gtv import BlockNLassoPenalty, UnprojectedEdges, default_step_sizes, gtv_primal_dual
@@ -452,6 +453,7 @@ def mnist_records(problem: MnistProblem, params: Params, methods: Sequence[str],
         spec = params["methods"][method]
         if spec["algorithm"] == "primal_dual":
             groups.setdefault(_replica_group(spec), {})[method] = spec
+
     def draws(seed: int, lam: float) -> np.random.Generator:  # a replica's own stream (seed, lambda)
         return rng_for(base_seed, experiment_id, seed, "restart", float(lam))
 
