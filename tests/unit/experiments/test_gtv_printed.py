@@ -142,16 +142,41 @@ def _mnist_table(acc_by_iteration):
                          for it, acc in acc_by_iteration.items() for s in range(3)])
 
 
-def test_accuracies_compare_in_points_at_the_nearest_iteration_with_the_reason():
+def test_accuracies_compare_in_points_at_the_printed_iteration_only():
     prt = _printed_frame([["gtv_fig06_mnist_methods", "primal_dual", "nlasso", "lam=1", "70", "accuracy", "mean",
                            0.973, 1.0, "s"]])
-    near = compare_printed(_mnist_table({0: 0.5, 49: 0.95, 50: 0.96}), "gtv_fig06_mnist_methods", prt).iloc[0]
-    assert near["compare"] == pytest.approx(100 * (0.961 - 0.973))   # -1.2 points: within 3
-    assert bool(near["within"]) and "ours at iteration 50, printed at 70" in near["note"]
-    far = compare_printed(_mnist_table({50: 0.93}), "gtv_fig06_mnist_methods", prt).iloc[0]
+    exact = compare_printed(_mnist_table({0: 0.5, 69: 0.95, 70: 0.96}), "gtv_fig06_mnist_methods", prt)
+    assert len(exact) == 1 and exact["compare"].iloc[0] == pytest.approx(100 * (0.961 - 0.973))  # -1.2 points
+    assert bool(exact["within"].iloc[0]) and exact.attrs["beyond_run"] == []
+    far = compare_printed(_mnist_table({70: 0.93}), "gtv_fig06_mnist_methods", prt).iloc[0]
     assert far["compare"] == pytest.approx(100 * (0.931 - 0.973)) and not far["within"]
-    exact = compare_printed(_mnist_table({70: 0.97}), "gtv_fig06_mnist_methods", prt).iloc[0]
-    assert exact["note"] == ""
+    # a run that stops at 50 has no iteration 70: not compared with another iteration's number
+    short = compare_printed(_mnist_table({0: 0.5, 50: 0.96}), "gtv_fig06_mnist_methods", prt)
+    assert short.empty and short.attrs["beyond_run"] == [("primal_dual", 70, 50)]
+    lines = "\n".join(printed.printed_markdown(
+        compare_printed(_mnist_table({0: 0.5, 50: 0.96}), "gtv_fig06_mnist_methods", pd.concat(
+            [prt, _printed_frame([["gtv_fig06_mnist_methods", "primal_dual", "nlasso", "lam=1", "50", "accuracy",
+                                   "mean", 0.96, 1.0, "r@c:nb:cell 1"]])]))))
+    assert "Not compared (1): Alg. 1 at iteration 70 (1; this run stops at 50)" in lines
+    assert any(line.startswith("Not compared (1)") for line in printed.printed_markdown(short))  # nothing compared
+
+
+def test_the_seed_spread_check_is_a_prediction_interval_of_one_draw():
+    # 3 seeds, mean 0.88, sample std 0.04: t(0.975, 2) = 4.303, half-width 4.303 * 0.04 * sqrt(4/3) = 0.199
+    assert printed.within_seed_spread(0.939, 0.88, 0.04, 3)
+    assert not printed.within_seed_spread(0.939, 0.88, 0.01, 3)   # half-width 0.050 < 0.059
+    assert not printed.within_seed_spread(0.939, 0.88, np.nan, 1)
+    ifca = [["gtv_fig07_mnist_five_clusters", "ifca", "none", "", "41", "accuracy", "mean", 0.933, 1.0, "s"]]
+
+    def row(values):
+        table = pd.DataFrame([{"variant": "published", "method": "ifca", "algorithm": "ifca", "seed": s, "lam": np.nan,
+                               "iteration": 41, "metric": "accuracy", "value": v} for s, v in enumerate(values)])
+        return compare_printed(table, "gtv_fig07_mnist_five_clusters", _printed_frame(ifca)).iloc[0]
+
+    spread = row([0.86, 0.93, 0.86])    # -5.3 points, one of our seeds is where theirs is
+    assert not spread["within"] and (spread["explanation"], spread["status"]) == ("mnist-ifca-start", "explained")
+    tight = row([0.880, 0.881, 0.879])  # -5.3 points with a spread of 0.1: not one draw of ours
+    assert (tight["explanation"], tight["status"]) == ("mnist-ifca-start", "to investigate (seed_spread check fails)")
 
 
 def test_every_explanation_is_a_heading_of_the_printed_page():

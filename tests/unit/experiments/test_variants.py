@@ -410,31 +410,87 @@ def test_mnist_targets_run_the_notebooks_algorithm_in_the_published_variant(repo
         assert "dual_init" not in paper and paper.get("prox_scale", 1.0) == 1.0, target
 
 
-def test_the_two_cluster_published_variants_project_the_duals_at_lambda_zero(repo):
-    """Figs 5 and 6 come from the two-cluster notebook, which projects the duals at lambda = 0
-    (onto the ball of radius 0); only the five-cluster notebook (Fig 7) skips it there."""
+def test_the_published_variants_skip_the_dual_projection_at_lambda_zero(repo):
+    """Both MNIST notebooks at the named commit (6c3033e) project the duals only
+    ``if lambda_lasso != 0`` (EXPERIMENTS.md §8 item 5): the published variants of Figs 5 and 7
+    skip the projection at lambda = 0 (unbounded duals); the paper variants project (onto the
+    ball of radius 0).  The two-cluster notebook projected at lambda = 0 before commit
+    eb301c1, whose run printed the numbers of docs/printed.md."""
     from networkedfl.pipeline.config import load_config
 
     config = load_config(repo / "config" / "config.yaml")
-    for target in ("gtv_fig05_mnist_lambda", "gtv_fig06_mnist_methods"):
+    for target in ("gtv_fig05_mnist_lambda", "gtv_fig07_mnist_five_clusters"):
         pub = variant_params(config["experiments"][target], "published")["methods"]["primal_dual"]
-        assert pub.get("project_at_zero_lambda", True) is True, target
-    fig7 = variant_params(config["experiments"]["gtv_fig07_mnist_five_clusters"], "published")
-    assert fig7["methods"]["primal_dual"]["project_at_zero_lambda"] is False
+        assert pub["project_at_zero_lambda"] is False, target
+        paper = variant_params(config["experiments"][target], "paper")["methods"]["primal_dual"]
+        assert paper.get("project_at_zero_lambda", True) is True, target
+    # Fig. 6 runs lambda = 1 only, where the option cannot act: left out (the MNIST ablation,
+    # which switches every option of Fig. 6's published variant, would run it for nothing)
+    fig6 = variant_params(config["experiments"]["gtv_fig06_mnist_methods"], "published")["methods"]["primal_dual"]
+    assert fig6["lam"] == [1.0] and "project_at_zero_lambda" not in fig6
 
 
-def test_published_lambda_zero_trains_each_node_alone_after_the_first_iteration(test_config, inputs_for):
+def test_the_notebook_graphs_link_each_node_to_its_four_nearest(repo):
+    """Both notebooks at 6c3033e build their graph with num_neig=4 (the two-cluster one in
+    cell 23, whose run printed Fig. 5's and Fig. 6's Alg. 1 numbers, and in cell 31; its
+    num_neig=3 is the code before commit eb301c1)."""
+    from networkedfl.pipeline.config import load_config
+
+    graphs = load_config(repo / "config" / "config.yaml")["mnist_graphs"]
+    assert graphs["two_clusters_notebook"]["neighbours"] == graphs["five_clusters_notebook"]["neighbours"] == 4
+
+
+def test_zero_hat_restart_draws_fresh_weights_where_w1_is_zero_and_keeps_the_rest():
+    """The notebooks' optimiser: ``if np.sum(old_weight[0]) == 0`` the node's W1 and W2 are
+    fresh U[0, 1) draws (biases kept); other rows reach the prox unchanged."""
+    from networkedfl.experiments.gtv.mnist import ZeroHatRestart
+    from networkedfl.nn import TwoLayerNetwork
+
+    net = TwoLayerNetwork(4, 1, 2)   # W1: 4, W2: 2, b1: 1, b2: 2
+    seen = []
+
+    class Identity:
+        dim = net.n_params
+
+        def prox_operator(self, tau):
+            return lambda w: seen.append(w) or w
+
+    w_hat = np.full((4, net.n_params), 0.5)          # 2 replicas of 2 nodes
+    w_hat[1, :4] = [0.0, 1.0, -1.0, 0.0]              # W1 sums to 0: restarted (the notebooks' test)
+    w_hat[2, :4] = 0.0                                # all-zero W1 in replica 1
+    loss = ZeroHatRestart(Identity(), 2, net.blocks["W1"], net.n_weights,
+                          [np.random.default_rng(0), np.random.default_rng(1)])
+    out = loss.prox_operator(np.ones(4))(w_hat)
+    np.testing.assert_array_equal(out[[0, 3]], w_hat[[0, 3]])
+    np.testing.assert_array_equal(out[1, :6], np.random.default_rng(0).random(6))
+    np.testing.assert_array_equal(out[2, :6], np.random.default_rng(1).random(6))
+    np.testing.assert_array_equal(out[[1, 2], 6:], w_hat[[1, 2], 6:])   # biases kept
+    assert w_hat[2, 0] == 0.0 and loss.dim == net.n_params                 # input untouched; delegation
+
+
+def test_published_variants_restart_an_all_zero_w_hat(repo):
+    from networkedfl.pipeline.config import load_config
+
+    config = load_config(repo / "config" / "config.yaml")
+    for target in ("gtv_fig05_mnist_lambda", "gtv_fig06_mnist_methods", "gtv_fig07_mnist_five_clusters"):
+        assert variant_params(config["experiments"][target], "published")["methods"]["primal_dual"][
+            "restart_zero_hat"] is True, target
+        assert not variant_params(config["experiments"][target], "paper")["methods"]["primal_dual"].get(
+            "restart_zero_hat", False), target
+
+
+def test_published_lambda_zero_couples_the_nodes_through_unbounded_duals(test_config, inputs_for):
     """The projection at lambda = 0 acts on the lambda = 0 replica alone: skipping it (the
-    five-cluster notebook, what Fig 5 used to run) changes that curve and no other.  With it,
+    notebooks, the published variant) changes that curve and no other.  With the projection
     the largest |u| of lambda = 0 is that of the start (u = the initial weights, iteration 0):
-    no dual step moves u off 0 afterwards."""
+    no dual step moves u off 0 afterwards; without it the duals grow past the start."""
     import copy
 
     setting = "published.primal_dual"
     inputs = inputs_for("gtv_fig05_mnist_lambda", setting=setting)
-    skipped = copy.deepcopy(test_config)
-    skipped["experiments"]["gtv_fig05_mnist_lambda"]["variants"]["published"]["methods"]["primal_dual"][
-        "project_at_zero_lambda"] = False
+    projected_config = copy.deepcopy(test_config)
+    projected_config["experiments"]["gtv_fig05_mnist_lambda"]["variants"]["published"]["methods"]["primal_dual"][
+        "project_at_zero_lambda"] = True
 
     def curves(config):
         table = run_job(config, "gtv_fig05_mnist_lambda", setting, 0, inputs)
@@ -442,10 +498,10 @@ def test_published_lambda_zero_trains_each_node_alone_after_the_first_iteration(
         duals = table[table["metric"] == "max_abs_dual"].set_index("lam")["value"]
         return acc.pivot_table(index="iteration", columns="lam", values="value"), duals
 
-    (projected, duals), (free, _) = curves(test_config), curves(skipped)
+    (projected, duals), (free, free_duals) = curves(projected_config), curves(test_config)
     assert not projected[0.0].equals(free[0.0])
     pd.testing.assert_frame_equal(projected.drop(columns=0.0), free.drop(columns=0.0))
-    assert 0.5 < duals[0.0] <= 1.0
+    assert 0.5 < duals[0.0] <= 1.0 < free_duals[0.0]
 
 
 def test_notebook_ifca_models_start_from_pytorch_default_draws_and_leave_cluster_zero(test_config, inputs_for):

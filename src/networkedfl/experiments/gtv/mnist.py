@@ -44,6 +44,7 @@ __all__ = [
     "EXTRA_BASELINES",
     "MnistProblem",
     "PAPER_TABLE2",
+    "ZeroHatRestart",
     "job_seeds",
     "last_job",
     "load_problem",
@@ -157,13 +158,46 @@ def _replica_group(spec: Params) -> str:
     return json.dumps({k: v for k, v in spec.items() if k not in _REPLICA_KEYS}, sort_keys=True, default=str)
 
 
-def _primal_dual(problem: MnistProblem, specs: Mapping[str, Params], starts: Mapping[int, np.ndarray]
+class ZeroHatRestart:
+    """A local loss whose prox first restarts every row whose ``w_hat`` has an all-zero first
+    weight matrix: ``W1`` and ``W2`` (the first ``n_weights`` coordinates) replaced by fresh
+    U[0, 1) draws, biases kept.  The GTV MNIST notebooks do this in their optimiser (``if
+    np.sum(old_weight[0]) == 0``), and it fires at iteration 1 on every node no k-NN row chose
+    as a neighbour: with the duals started at the weights its ``w_hat`` is exactly 0
+    (docs/variants.md); without the restart such a node starts with a dead hidden unit.
+    ``draws[r]`` is replica ``r``'s generator (rows ``r * n .. r * n + n - 1``)."""
+
+    def __init__(self, loss: Any, n_nodes: int, w1: tuple[int, int], n_weights: int,
+                 draws: Sequence[np.random.Generator]):
+        self._loss, self._n, self._w1, self._nw, self._draws = loss, int(n_nodes), w1, int(n_weights), list(draws)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loss, name)
+
+    def prox_operator(self, tau: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        inner = self._loss.prox_operator(tau)
+        start, stop = self._w1
+
+        def prox(w_hat: np.ndarray) -> np.ndarray:
+            zero = np.flatnonzero(np.asarray(w_hat)[:, start:stop].sum(axis=1) == 0)
+            if len(zero):
+                w_hat = np.array(w_hat, copy=True)
+                for row in zero:
+                    w_hat[row, : self._nw] = self._draws[row // self._n].random(self._nw)
+            return inner(w_hat)
+
+        return prox
+
+
+def _primal_dual(problem: MnistProblem, specs: Mapping[str, Params], starts: Mapping[int, np.ndarray],
+                 draws: Callable[[int, float], np.random.Generator] | None = None
                  ) -> dict[tuple[str, int], list[dict[str, Any]]]:
     """Algorithm 1 for every method of ``specs`` (Alg. 1 blocks that differ only in
     ``lam`` and ``step_scale``), seed of ``starts`` (its shared start ``w0``) and ``lambda``
     at once: one replica each on a disjoint union of copies of the graph (per-edge
     ``lambda``, per-node ``tau`` and per-edge ``sigma``), so the data are shared.  With the
-    sparse products every replica's numbers are those it gives alone.  Returns the records
+    sparse products every replica's numbers are those it gives alone.  ``draws(seed, lam)``:
+    a replica's generator for ``restart_zero_hat`` (:class:`ZeroHatRestart`).  Returns the records
     of every ``(method, seed)``: the accuracies per iteration and the final metrics."""
     from ...graphs import disjoint_union
     from ...gtv import BlockNLassoPenalty, UnprojectedEdges, default_step_sizes, gtv_primal_dual
@@ -194,6 +228,11 @@ def _primal_dual(problem: MnistProblem, specs: Mapping[str, Params], starts: Map
         lr=float(spec["lr"]), optimizer=str(spec.get("optimizer", "rmsprop")),
         prox_scale=float(spec.get("prox_scale", 1.0)), dtype=problem.dtype, device=problem.device,
         sparse=bool(spec.get("sparse", True)))
+    if spec.get("restart_zero_hat", False):  # the notebooks' restart of an all-zero w_hat (published)
+        if draws is None:
+            raise ValueError("restart_zero_hat needs the replicas' generators (draws)")
+        loss = ZeroHatRestart(loss, n, net.blocks["W1"], net.n_weights,
+                              [draws(seed, lam) for _, seed, lam, _ in replicas])
     tau, sigma = default_step_sizes(union)
     # tau = c/deg, sigma = 0.45/c (issue 16 item 6) keeps ||Sigma^{1/2} D T^{1/2}|| unchanged
     tau, sigma = tau * np.repeat(scales, n), sigma / np.repeat(scales, e)
@@ -414,8 +453,12 @@ def mnist_records(problem: MnistProblem, params: Params, methods: Sequence[str],
         spec = params["methods"][method]
         if spec["algorithm"] == "primal_dual":
             groups.setdefault(_replica_group(spec), {})[method] = spec
+
+    def draws(seed: int, lam: float) -> np.random.Generator:  # a replica's own stream (seed, lambda)
+        return rng_for(base_seed, experiment_id, seed, "restart", float(lam))
+
     for specs in groups.values():
-        runs.update(_primal_dual(problem, specs, starts))
+        runs.update(_primal_dual(problem, specs, starts, draws))
     graph = _graph_records(problem)
     out: dict[int, list[dict[str, Any]]] = {seed: [] for seed in seeds}
     for seed in seeds:

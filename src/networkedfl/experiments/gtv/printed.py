@@ -45,7 +45,7 @@ import pandas as pd
 __all__ = ["ACCURACY_POINTS", "COLUMNS", "COMMIT", "COMPARISON_COLUMNS", "CSV", "CSV_SHA256", "EXPLANATIONS", "MSE_FACTOR",
            "REPO", "SOURCES", "TO_INVESTIGATE", "Explanation", "PrintedCell", "compare_printed", "explanation_for",
            "extract", "extract_notebooks", "fixture_notebook", "load_printed", "parse_point", "printed_markdown",
-           "printed_targets", "show_printed"]
+           "printed_targets", "show_printed", "within_seed_spread"]
 
 REPO = "sahelyiyi/FederatedLearning"
 COMMIT = "6c3033ee36b7477b31ab41070f038941e71ab048"
@@ -339,11 +339,29 @@ class Explanation:
     def holds(self, compared: Mapping[str, Any]) -> bool:
         """The explanation's ``check`` on the compared row: ``one_draw``, one draw carries a
         mean (ours: the largest seed holds at least half the seeds' sum; theirs: the printed
-        std is at least 1.5 times the printed mean, 2.0 being one of five draws carrying all)."""
+        std is at least 1.5 times the printed mean, 2.0 being one of five draws carrying all);
+        ``seed_spread``, the printed single run is a plausible draw of our seeds' distribution
+        (:func:`within_seed_spread`)."""
         if self.check == "one_draw":
             ours = compared["seeds"] >= 3 and compared["top_share"] >= 0.5  # with 2 seeds the share is >= 0.5
             return bool(ours or compared["printed_cv"] >= 1.5)
+        if self.check == "seed_spread":
+            return within_seed_spread(compared["printed"], compared["ours"], compared.get("ours_std", np.nan),
+                                      int(compared["seeds"]))
         return True
+
+
+def within_seed_spread(printed: float, mean: float, std: float, seeds: int, level: float = 0.95) -> bool:
+    """Whether one draw ``printed`` lies inside the ``level`` prediction interval of a new
+    draw from our ``seeds`` values (mean and sample std ``std``, normal approximation):
+    ``|printed - mean| <= t_{(1+level)/2, seeds-1} * std * sqrt(1 + 1/seeds)``.  False with
+    fewer than 2 seeds (no spread measured)."""
+    from scipy import stats
+
+    if seeds < 2 or not np.isfinite(std):
+        return False
+    half = float(stats.t.ppf((1 + level) / 2, seeds - 1)) * std * np.sqrt(1 + 1 / seeds)
+    return bool(abs(printed - mean) <= half)
 
 
 #: The p_out around the printed sweeps' jump from separated clusters to one model, per M.
@@ -364,15 +382,16 @@ EXPLANATIONS: tuple[Explanation, ...] = (
                   "by 10^3-10^4) a mean over five draws moves with the number of draws that fail",
                   {"target": target, "point": {"M": m, "p_out": zone}})
       for target in ("gtv_fig09_sbm_sampling", "gtv_fig10_sbm_noise") for m, zone in _TRANSITIONS.items()),
-    Explanation("mnist-one-hidden-unit", "to investigate",
-                "h = 1: each node's network has one ReLU unit; a node whose unit dies stays at 50 % and "
-                "costs the pooled accuracy 1.25 points (1/40 of the images at half): a few nodes make 3 points, "
-                "and the notebook is one draw (init, unseeded t-SNE)",
-                {"target": "gtv_fig05_mnist_lambda"}),
-    Explanation("mnist-ifca-start", "to investigate",
-                "which nodes leave cluster 0 after round 1 depends on the fresh nn.Linear draws of the "
-                "cluster models (docs/variants.md); the notebook is one draw",
-                {"method": "ifca", "metric": "accuracy"}),
+    Explanation("mnist-strong-coupling", "to investigate",
+                "at lambda = 0 (never projected, as the notebooks) and 10^4 the duals couple every node of a "
+                "cluster; the notebook's own Alg. 1 code run on our graph and data gives ours (0.9535 against "
+                "0.9545-0.9555 after 70 iterations): the algorithm is theirs, the gap is their unseeded draw of data "
+                "and t-SNE graph (their four strongly coupled runs: 0.890-0.942), which our seeds do not vary",
+                {"target": "gtv_fig05_mnist_lambda", "point": {"lam": (0.0, 10000.0)}}),
+    Explanation("mnist-ifca-start", "explained",
+                "which clusters leave cluster 0's model depends on the fresh nn.Linear draws of the cluster models "
+                "(docs/variants.md); the notebook is one draw, inside our seeds' 95 % prediction interval",
+                {"method": "ifca", "metric": "accuracy"}, check="seed_spread"),
     Explanation("one-draw", "explained",
                 "one draw carries a mean (theirs: printed std >= 1.5 x mean; ours: one seed holds half the sum): "
                 "means of a heavy-tailed error differ by orders of magnitude between two sets of draws",
@@ -403,9 +422,11 @@ def _explain(compared: Mapping[str, Any]) -> tuple[str, str]:
     return TO_INVESTIGATE.slug, TO_INVESTIGATE.status
 
 
-def _ours_at(table: pd.DataFrame, row: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
+def _ours_at(table: pd.DataFrame, row: Mapping[str, Any]) -> tuple[np.ndarray, int | None]:
     """Our per-seed values at the printed row's method, penalty, metric, grid point and
-    iteration (the nearest of ours), and the iteration used."""
+    iteration (exactly: a mean at another iteration is another number), and, where the
+    printed iteration is not in our rows of the method, the last iteration ours has (else
+    None)."""
     sel = (table["method"] == row["method"]) & (table["metric"] == row["metric"])
     if "penalty" in table:  # the linear targets' tables (MNIST's Alg. 1 is nLasso only)
         sel &= table["penalty"] == row["penalty"]
@@ -413,13 +434,13 @@ def _ours_at(table: pd.DataFrame, row: Mapping[str, Any]) -> tuple[np.ndarray, A
         if key not in table:
             return np.array([]), None
         sel &= np.isclose(pd.to_numeric(table[key], errors="coerce"), value)
-    part, used = table[sel], None
+    part = table[sel]
     if row["iteration"] != "" and "iteration" in part:
-        its = pd.to_numeric(part["iteration"], errors="coerce").dropna().unique()
-        if len(its):
-            used = int(its[np.argmin(np.abs(its - int(row["iteration"])))])
-            part = part[pd.to_numeric(part["iteration"], errors="coerce") == used]
-    return part.groupby("seed")["value"].mean().to_numpy(dtype=float), used
+        its = pd.to_numeric(part["iteration"], errors="coerce")
+        if its.notna().any() and not (its == int(row["iteration"])).any():
+            return np.array([]), int(its.max())
+        part = part[its == int(row["iteration"])]
+    return part.groupby("seed")["value"].mean().to_numpy(dtype=float), None
 
 
 def _judge(metric: str, ours: float, theirs: float) -> tuple[float, bool]:
@@ -429,14 +450,6 @@ def _judge(metric: str, ours: float, theirs: float) -> tuple[float, bool]:
         return diff, bool(abs(diff) <= ACCURACY_POINTS)
     ratio = ours / theirs if theirs > 0 else np.inf
     return ratio, bool(1.0 / MSE_FACTOR <= ratio <= MSE_FACTOR)
-
-
-def _note(row: Mapping[str, Any], used: Any) -> str:
-    if row["iteration"] == "" or used is None or int(row["iteration"]) == used:
-        return ""
-    return (f"ours at iteration {used}, printed at {row['iteration']}: the nearest this run has (the default "
-            "configuration stops the MNIST methods at iteration 50; the notebooks print Alg. 1 after K = 70 and "
-            "IFCA every 20 rounds)")
 
 
 def compare_printed(table: pd.DataFrame, target: str, printed: pd.DataFrame | None = None, *,
@@ -450,22 +463,31 @@ def compare_printed(table: pd.DataFrame, target: str, printed: pd.DataFrame | No
     ``seeds``, ``printed`` (times the cell's ``factor``, in our units), ``compare`` (ours /
     printed for MSEs, ours - printed in points for accuracies), ``within`` (inside
     :data:`MSE_FACTOR` or :data:`ACCURACY_POINTS`), ``explanation`` (slug of docs/printed.md,
-    for rows outside tolerance), ``status``, ``note`` (the iteration compared, where it is
-    not the printed one), ``source``.
+    for rows outside tolerance), ``status``, ``note``, ``source``, ``ours_std`` (sample std
+    over seeds).
+
+    A printed number at an iteration our table does not have (the notebooks' IFCA log at
+    rounds 61 and 81, beyond the default's 50 rounds) is not compared with another
+    iteration's: it is left out and listed in ``attrs["beyond_run"]`` as (method, printed
+    iteration, our last iteration).
     """
     printed = load_printed() if printed is None else printed
     rows = printed[(printed["target"] == target) & (printed["stat"] == "mean")]
     ours_table = table[table["variant"] == variant] if "variant" in table else table
     stds = printed[(printed["target"] == target) & (printed["stat"] == "std")]
     std_of = {tuple(r[k] for k in _KEY): float(r["value"]) for r in stds.to_dict("records")}
-    out = []
+    out, beyond = [], []
     for row in rows.to_dict("records"):
-        values, used = _ours_at(ours_table, row)
+        values, last = _ours_at(ours_table, row)
+        if last is not None:  # printed at an iteration this run does not have
+            beyond.append((row["method"], int(row["iteration"]), last))
         if not len(values):
             continue
         std = std_of.get(tuple(row[k] for k in _KEY), np.nan)
-        out.append(_compared(row, values, used, std / float(row["value"]) if row["value"] else np.nan))
-    return pd.DataFrame(out, columns=COMPARISON_COLUMNS)
+        out.append(_compared(row, values, std / float(row["value"]) if row["value"] else np.nan))
+    frame = pd.DataFrame(out, columns=COMPARISON_COLUMNS)
+    frame.attrs["beyond_run"] = beyond
+    return frame
 
 
 _KEY = ("method", "penalty", "point", "iteration", "metric")
@@ -473,10 +495,10 @@ _KEY = ("method", "penalty", "point", "iteration", "metric")
 
 COMPARISON_COLUMNS = ["method", "penalty", "point", "iteration", "metric", "ours", "ours_median", "top_share",
                       "seeds", "printed", "printed_cv", "compare", "within", "explanation", "status", "note",
-                      "source"]
+                      "source", "ours_std"]
 
 
-def _compared(row: Mapping[str, Any], values: np.ndarray, used: Any, printed_cv: float) -> dict[str, Any]:
+def _compared(row: Mapping[str, Any], values: np.ndarray, printed_cv: float) -> dict[str, Any]:
     theirs = float(row["value"]) * float(row["factor"])
     ours = float(values.mean())
     compare, within = _judge(row["metric"], ours, theirs)
@@ -484,7 +506,8 @@ def _compared(row: Mapping[str, Any], values: np.ndarray, used: Any, printed_cv:
     out = {**{k: row[k] for k in _KEY}, "ours": ours, "ours_median": float(np.median(values)),
            "top_share": float(np.abs(values).max() / total) if total > 0 else np.nan, "seeds": len(values),
            "printed": theirs, "printed_cv": printed_cv, "compare": compare, "within": within,
-           "explanation": "", "status": "", "note": _note(row, used), "source": row["source"]}
+           "explanation": "", "status": "", "note": "", "source": row["source"],
+           "ours_std": float(values.std(ddof=1)) if len(values) > 1 else np.nan}
     if not within:
         out["explanation"], out["status"] = _explain({**row, **out})
     return out
@@ -513,19 +536,35 @@ _MD_HEAD = ["| method | point | iteration | metric | ours: mean [median] | print
             "| explanation | note | printed in |", "|---|---|---|---|---|---|---|---|---|---|---|"]
 
 
+def _beyond_lines(comparison: pd.DataFrame, root: str) -> list[str]:
+    """The printed numbers left out because this run does not reach their iteration."""
+    beyond = comparison.attrs.get("beyond_run", [])
+    if not beyond:
+        return []
+    groups: dict[tuple[str, int, int], int] = {}
+    for key in beyond:
+        groups[key] = groups.get(key, 0) + 1
+    names = {"primal_dual": "Alg. 1", "ifca": "IFCA"}
+    return [f"Not compared ({len(beyond)}): " + ", ".join(
+        f"{names.get(m, m)} at iteration {it} ({count}; this run stops at {last})"
+        for (m, it, last), count in groups.items())
+        + f": the printed iteration is not in this run ([why]({root}/printed.md#iterations-mnist)).", ""]
+
+
 def printed_markdown(comparison: pd.DataFrame, root: str = "..") -> list[str]:
     """The comparison (:func:`compare_printed`) as Markdown lines: a count, the rows outside
     tolerance with their explanation (``<root>/printed.md#<slug>``), then every row in a
     collapsed block.  ``root`` is the ``docs`` folder as seen from the page."""
+    beyond = _beyond_lines(comparison, root)
     if comparison.empty:
-        return ["No printed number of the notebooks has a counterpart in this table.", ""]
+        return ["No printed number of the notebooks has a counterpart in this table.", "", *beyond]
     outside = comparison[~comparison["within"].astype(bool)]
     lines = [f"**Published vs printed** ([how]({root}/printed.md)): {len(comparison) - len(outside)} of "
              f"{len(comparison)} of the notebooks' printed means within tolerance (MSE: a factor "
              f"{MSE_FACTOR:g}; accuracy: {ACCURACY_POINTS:g} points); `{REPO}@{COMMIT[:7]}`.", ""]
     if len(outside):
         lines += [*_MD_HEAD, *(_md_row(r, root) for r in outside.to_dict("records")), ""]
-    lines += ["<details><summary>every compared row</summary>", "", *_MD_HEAD,
+    lines += [*beyond, "<details><summary>every compared row</summary>", "", *_MD_HEAD,
               *(_md_row(r, root) for r in comparison.to_dict("records")), "", "</details>", ""]
     return lines
 
