@@ -202,7 +202,7 @@ class Embedding:
     def _matrix_t(self) -> Tensor:
         """``M^T`` as a contiguous ``(d, rows)`` copy, made once: ``E^T`` reads it as rows
         (a product with the transposed view of ``M`` runs about 25 % slower at Fig. 10.4's
-        ``(20,200 x 512)``, the same numbers: ``tests/unit/algorithms/test_bigfl.py``)."""
+        ``(20,200 x 512)``, the same numbers: ``tests/unit/algorithms/test_bigfl_hypergradient.py``)."""
         return self.matrix.T.contiguous()  # type: ignore[union-attr]  (only where matrix is set)
 
     def __call__(self, theta: Tensor) -> Tensor:
