@@ -68,7 +68,7 @@ def _curve(rows: pd.DataFrame) -> pd.DataFrame:
 def plot_method_curves(ax: Any, table: pd.DataFrame, metric: str = "test_loss", *,
                        methods: Sequence[str] | None = None, band: bool = True,
                        xlabel: str = "communication round") -> list[str]:
-    """Mean (and ± one standard deviation over seeds) of ``metric`` against rounds, one
+    """Mean (and ± one standard deviation over seeds, clipped at 0) of ``metric`` against rounds, one
     line per method; ``Local`` dotted, ``Oracle`` dashed, ``Predict the mean`` a horizontal
     grey line at its mean; the extra baselines (:data:`EXTRA_STYLES`) in greys with their own
     dashes, labelled "(extra baseline)", without a band.  Rows with a ``domain`` (per-client
@@ -91,9 +91,9 @@ def plot_method_curves(ax: Any, table: pd.DataFrame, metric: str = "test_loss", 
             continue
         ax.plot(curve.index, curve["mean"], label=label, color=colour, linestyle=_STYLES.get(method, "-"))
         if band and method not in REFERENCES and not is_extra_baseline(method):
-            std = curve["std"].fillna(0)
-            ax.fill_between(curve.index, curve["mean"] - std, curve["mean"] + std, color=colour, alpha=0.2,
-                            linewidth=0)
+            std = curve["std"].fillna(0)  # every metric drawn here is at least 0: so is its band
+            ax.fill_between(curve.index, np.maximum(curve["mean"] - std, 0), curve["mean"] + std, color=colour,
+                            alpha=0.2, linewidth=0)
     ax.set_xlabel(xlabel)
     return order
 
