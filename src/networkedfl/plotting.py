@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ __all__ = [
     "plot_accuracy_curves",
     "plot_graph",
     "plot_sweep",
+    "overlap_start",
     "relative_gap",
     "save_figure",
     "summary_table",
@@ -216,33 +218,42 @@ def accuracy_curves(table: pd.DataFrame, curve: str, last: int) -> pd.DataFrame:
 def coinciding_curves(stats: pd.DataFrame, rtol: float = 0.01) -> dict[tuple[Any, str], tuple[Any, str]]:
     """Curves of :func:`accuracy_curves` that lie on an earlier one: ``{(variant, curve):
     (variant, curve) of the earlier one}`` (variant ``None`` without variants) where the two
-    mean curves differ by at most ``rtol`` relative (at every iteration they share; the
-    published variant's curves come first).  A figure must say so, or the later one is
-    hidden (:func:`check_figure` applies the same rule)."""
+    mean curves stay within ``rtol`` relative at every iteration they share, or from an
+    iteration on over at least half of them (:func:`overlap_start`; the published variant's
+    curves come first).  A figure must say so, or the later one is hidden
+    (:func:`check_figure` applies the same rule)."""
+    return {key: earlier for key, (earlier, _) in _coinciding(stats, rtol).items()}
+
+
+def _coinciding(stats: pd.DataFrame, rtol: float) -> dict[tuple[Any, str], tuple[tuple[Any, str], float]]:
+    """:func:`coinciding_curves` with the iteration from which each pair lies together."""
     keys = ["variant", "curve"] if "variant" in stats else ["curve"]
     curves = [(key if len(keys) == 2 else (None, key[0]), grp[["iteration", "mean"]].to_numpy(float))
               for key, grp in stats.groupby(keys, sort=False)]  # a list of keys: tuple groups
     order = {v: k for k, v in enumerate(VARIANT_STYLES)}
     curves.sort(key=lambda c: order.get(c[0][0], len(order)))
-    out: dict[tuple[Any, str], tuple[Any, str]] = {}
+    out: dict[tuple[Any, str], tuple[tuple[Any, str], float]] = {}
     for k, (key, xy) in enumerate(curves):
         for earlier, other in curves[:k]:
-            if relative_gap(xy, other) <= rtol:
-                out[key] = earlier
+            start = overlap_start(xy, other, rtol)
+            if start is not None:
+                out[key] = (earlier, start)
                 break
     return out
 
 
 def _coincide_note(variant: Any, name: str, earlier: tuple[Any, str], variants: Sequence[Any],
-                   labels: Mapping[str, str]) -> str:
-    """Plain words for a curve drawn on an earlier one (:func:`coinciding_curves`)."""
+                   labels: Mapping[str, str], since: str = "") -> str:
+    """Plain words for a curve drawn on an earlier one (:func:`coinciding_curves`); ``since``
+    the iteration from which it does, where not from the start."""
     mine = f"{VARIANT_SHORT.get(variant, variant)} variant " if variant is not None and len(variants) > 1 else ""
     other_variant, other = earlier
+    since = f" from iteration {since}" if since else ""
     if other == name:
-        return f"{mine}coincides with the {VARIANT_SHORT.get(other_variant, other_variant)} one"
+        return f"{mine}coincides with the {VARIANT_SHORT.get(other_variant, other_variant)} one{since}"
     where = (f" ({VARIANT_SHORT.get(other_variant, other_variant)})"
              if other_variant != variant and other_variant is not None else "")
-    return f"{mine}coincides with {labels.get(other, other)}{where}"
+    return f"{mine}coincides with {labels.get(other, other)}{where}{since}"
 
 
 def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: str = "",
@@ -257,16 +268,20 @@ def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: s
     stats = accuracy_curves(table, curve, last)
     variants = _variants(table) or [None]
     names = list(dict.fromkeys(stats["curve"]))
-    same = coinciding_curves(stats)
+    same = _coinciding(stats, 0.01)
+    first = stats["iteration"].min()
     labels = dict(labels or {})
     fig, ax = plt.subplots(figsize=(8.6, 4.4))
     for k, name in enumerate(names):
         mine = stats[stats["curve"] == name]
         present = [v for v in variants if v is None or (mine["variant"] == v).any()]
-        notes = [_coincide_note(v, name, same[(v, name)], variants, labels) for v in present if (v, name) in same]
+        notes = [_coincide_note(v, name, same[(v, name)][0], variants, labels,
+                                f"{same[(v, name)][1]:g}" if same[(v, name)][1] > first else "")
+                 for v in present if (v, name) in same]
         if len(present) < len(variants):
             notes.append(f"{VARIANT_SHORT.get(present[0], present[0])} variant only")
-        label = labels.get(name, name) + (f" ({'; '.join(notes)})" if notes else "")
+        # a long note on lines of its own: the legend beside the axes stays narrower than they
+        label = labels.get(name, name) + ("\n(" + ";\n ".join(notes) + ")" if notes else "")
         for variant in present:
             part = mine if variant is None else mine[mine["variant"] == variant]
             main = variant == present[0]
@@ -608,7 +623,7 @@ def figure_defects(fig: plt.Figure) -> list[str]:
 #: The range of a quantity, by a word of its axis label: accuracies lie in [0, 1]; errors,
 #: losses and distances are non-negative (a log axis cannot show a band below zero anyway).
 QUANTITY_RANGES = {"accuracy": (0.0, 1.0), "mse": (0.0, np.inf), "loss": (0.0, np.inf),
-                   "distance": (0.0, np.inf), "variation": (0.0, np.inf), "perplexity": (0.0, np.inf)}
+                   "distance": (0.0, np.inf), "variation": (0.0, np.inf), "perplexity": (1.0, np.inf)}
 
 
 def _rgb(colour) -> tuple[float, ...]:
@@ -747,7 +762,7 @@ def _same_looking_series(fig) -> list[str]:
 
 def _short(label: str) -> str:
     """A series' name without its notes in brackets (``FedAvg (≈ Oracle)`` -> ``FedAvg``)."""
-    return "" if label.startswith("_") else label.split(" (")[0].strip()
+    return "" if label.startswith("_") else re.split(r"\s\(", label)[0].strip()
 
 
 def relative_gap(a: np.ndarray, b: np.ndarray) -> float:
@@ -764,12 +779,45 @@ def relative_gap(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(ya - yb) / scale))
 
 
+#: A curve counts as lying on another from the x at which the two stay within the tolerance to
+#: their last shared x, where that stretch holds at least this share of their shared x values
+#: (and :data:`OVERLAP_MIN_POINTS` of them): two curves that part early and run together for
+#: the rest of the figure read as one curve there.
+OVERLAP_SHARE = 0.5
+OVERLAP_MIN_POINTS = 5
+
+
+def overlap_start(a: np.ndarray, b: np.ndarray, tol: float = 0.01) -> float | None:
+    """The first shared x from which curves ``a`` and ``b`` (rows ``(x, y)``) stay within
+    ``tol`` relative of each other up to their last shared x, when that stretch holds at least
+    :data:`OVERLAP_SHARE` of the shared x values and :data:`OVERLAP_MIN_POINTS` of them; the
+    first shared x when they lie together throughout (:func:`relative_gap` at most ``tol``,
+    at any number of points); else ``None``."""
+    a, b = a[np.isfinite(a).all(axis=1)], b[np.isfinite(b).all(axis=1)]
+    xa, first_a = np.unique(a[:, 0], return_index=True)
+    xb, first_b = np.unique(b[:, 0], return_index=True)
+    x, ia, ib = np.intersect1d(xa, xb, assume_unique=True, return_indices=True)
+    if len(ia) < 2:
+        return None
+    ya, yb = a[first_a[ia], 1], b[first_b[ib], 1]
+    apart = np.abs(ya - yb) / np.maximum(np.maximum(np.abs(ya), np.abs(yb)), 1e-300) > tol
+    if not apart.any():
+        return float(x[0])
+    start = int(np.flatnonzero(apart)[-1]) + 1  # the stretch after the last x where they part
+    together = len(x) - start
+    if together >= max(OVERLAP_MIN_POINTS, OVERLAP_SHARE * len(x)):
+        return float(x[start])
+    return None
+
+
 def _panel_texts(ax) -> str:
+    """The texts a reader sees on the panel, one statement a line (a legend entry, whose
+    notes may wrap, on one line)."""
     legend = ax.get_legend()
     parts = [t.get_text() for t in ax.texts] + [ax.get_xlabel(), ax.get_ylabel(), ax.get_title()]
     if legend is not None:
-        parts += [t.get_text() for t in legend.get_texts()] + [legend.get_title().get_text()]
-    parts += [t.get_text() for legend in ax.figure.legends for t in legend.get_texts()]
+        parts += [t.get_text().replace("\n", " ") for t in legend.get_texts()] + [legend.get_title().get_text()]
+    parts += [t.get_text().replace("\n", " ") for legend in ax.figure.legends for t in legend.get_texts()]
     parts += [t.get_text() for t in ax.figure.texts]
     return "\n".join(parts).lower()
 
@@ -787,13 +835,16 @@ def _unmarked_overlaps(fig, tol: float) -> list[str]:
         texts = _panel_texts(ax)
         for i, (a, label_a) in enumerate(lines):
             for b, label_b in lines[i + 1:]:
-                if relative_gap(np.asarray(a.get_xydata(), float), np.asarray(b.get_xydata(), float)) > tol:
+                start = overlap_start(np.asarray(a.get_xydata(), float), np.asarray(b.get_xydata(), float), tol)
+                if start is None:
                     continue
                 names = [_short(label).lower() for label in (label_a, label_b) if _short(label)]
-                if any(w in line and any(n in line for n in names) for line in texts.splitlines() for w in COINCIDE):
+                # a line naming one of the two, or saying that all of the panel's curves coincide
+                if any(w in line and (any(n in line for n in names) or re.search(r"\ball\b", line))
+                       for line in texts.splitlines() for w in COINCIDE):
                     continue
                 problems.append(f"{_name(ax)}: {_describe(b, 'line', label_b)} lies on {_describe(a, 'line', label_a)} (within "
-                                f"{tol:.0%}) and nothing says so")
+                                f"{tol:.0%}, from x = {start:g}) and nothing says so")
     return problems
 
 
@@ -847,10 +898,11 @@ def check_figure(fig: plt.Figure, *, tol: float = 0.01,
       and a band by the named curve of its colour;
     * two series of one panel with the same colour and style (line style and marker; a
       scatter's colours and marker);
-    * a curve lying on another (largest relative difference at most ``tol`` over the x values
-      they share) while no text the reader sees (a legend entry of the panel or the figure,
+    * a curve lying on another (within ``tol`` relative over the x values they share, or over
+      the last half or more of them: :func:`overlap_start`) while no text the reader sees (a legend entry of the panel or the figure,
       an axis label, a title, an annotation) says so with a word of :data:`COINCIDE` and the
-      name of one of the two curves (a label that no legend shows does not count);
+      name of one of the two curves, or the word "all" (a label that no legend shows does not
+      count);
     * one colour with two meanings: labelled series of the figure's panels that share a
       colour but not a name (notes in brackets aside);
     * a band (``fill_between``) outside its quantity's range, found from a word of the y

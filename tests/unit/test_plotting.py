@@ -204,3 +204,40 @@ def test_coinciding_curves_within_one_percent_across_variants():
     assert coinciding_curves(stats) == {("published", "lambda = 10000"): ("published", "lambda = 1"),
                                         ("paper", "lambda = 1"): ("published", "lambda = 0")}
     assert coinciding_curves(stats, rtol=0.001) == {}
+
+
+def test_overlap_start_is_where_two_curves_run_together_to_the_end():
+    """Issue 41: GTV Fig. 6's published IFCA parts from Alg. 1 in the first iterations and
+    lies on it for the rest; a whole-curve rule never saw it."""
+    from networkedfl.plotting import OVERLAP_MIN_POINTS, overlap_start
+
+    a = np.column_stack([X, X + 10.0])
+    joins = np.column_stack([X, np.where(X < 3, 2 * X + 20.0, X + 10.0)])
+    parts = np.column_stack([X, np.where(X < 7, X + 10.0, 3 * X)])
+    assert overlap_start(a, joins) == 3.0  # apart at 0, 1, 2; together from 3 to the end (7 of 10)
+    assert overlap_start(a, parts) is None  # together first, apart at the end: distinguishable
+    assert overlap_start(a, a[:2]) == 0.0  # together throughout, at any number of points
+    late = np.column_stack([X, np.where(X < 10 - OVERLAP_MIN_POINTS + 1, X + 30.0, X + 10.0)])
+    assert overlap_start(a, late) is None  # together at fewer than OVERLAP_MIN_POINTS: not counted
+
+
+def test_a_curve_that_joins_another_must_be_marked_with_where():
+    fig, ax = plt.subplots()
+    ax.plot(X, X + 10.0, color="C0", label="Alg. 1")
+    ax.plot(X, np.where(X < 3, 2 * X + 20.0, X + 10.0), color="C1", label="IFCA")
+    _legend(ax)
+    (problem,) = check_figure(fig)
+    assert "lies on" in problem and "from x = 3" in problem
+    ax.get_lines()[1].set_label("IFCA\n(coincides with Alg. 1 from iteration 3)")  # a wrapped note counts
+    _legend(ax)
+    assert check_figure(fig) == []
+
+
+def test_a_statement_that_all_curves_coincide_marks_every_pair():
+    fig, ax = plt.subplots()
+    for k in range(3):
+        ax.plot(X, np.where(X < 3, X + 10.0 * k, X), color=f"C{k}", label=f"node {k}")
+    _legend(ax)
+    assert len(check_figure(fig)) == 3  # three pairs lie together from x = 3
+    ax.legend(title="all nodes coincide once fused", loc="upper left", bbox_to_anchor=(1.02, 1))
+    assert check_figure(fig) == []

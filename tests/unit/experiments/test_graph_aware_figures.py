@@ -128,16 +128,18 @@ def test_fig10_3_at_the_default_scale_shows_every_curve():
 
 def test_a_diverging_seed_s_band_stays_in_the_metric_s_range():
     """At default scale FedAvg on the review corpus diverges in some seeds: mean - std of a
-    perplexity is then far below 0. The band is clipped at 0 (check_figure's band rule)."""
+    perplexity is then far below 1, the least perplexity. The band is clipped at the floor
+    (check_figure's band rule: a perplexity lies in [1, inf)); clipped at 0, it is flagged."""
     from networkedfl.plotting import check_figure
 
     rows = [{"method": "FedAvg", "round": r, "metric": "test_perplexity", "value": v, "seed": s}
             for s, scale in enumerate([1.0, 1.0, 1e4]) for r, v in enumerate(np.array([60.0, 50.0, 40.0]) * scale)]
-    fig, ax = plt.subplots()
-    figures.plot_method_curves(ax, pd.DataFrame(rows), "test_perplexity")
-    ax.set_ylabel("test perplexity")
-    ax.legend()
-    lower = ax.collections[0].get_paths()[0].vertices[:, 1]
-    assert lower.min() == 0.0  # clipped, not mean - std < 0
-    assert check_figure(fig) == []
-    plt.close(fig)
+    for floor, problems in ((1.0, 0), (0.0, 1)):
+        fig, ax = plt.subplots()
+        figures.plot_method_curves(ax, pd.DataFrame(rows), "test_perplexity", floor=floor)
+        ax.set_ylabel("test perplexity")
+        ax.legend()
+        lower = ax.collections[0].get_paths()[0].vertices[:, 1]
+        assert lower.min() == floor  # clipped, not mean - std < 0
+        assert len(check_figure(fig)) == problems
+        plt.close(fig)

@@ -126,6 +126,19 @@ def test_an_explanation_whose_check_fails_says_so():
     assert row["status"] == "to investigate (one_draw check fails)"
 
 
+def test_a_mean_carried_by_a_few_seeds_is_explained_when_the_median_agrees():
+    """The default build's Fig. 3 row (l1, M = 0.2, eps = 0.4): three of ten seeds near 1e-5
+    carry a mean 18 times the printed one while the median lies beside it; no seed holds half
+    the sum.  Ten seeds all above the printed mean stay unexplained."""
+    prt = _printed_frame([["gtv_fig03_chain_sampling", "primal_dual", "l1", "sigma=0;M=0.4;eps=0.9", "",
+                           "parameter_mse", "mean", 1e-7, 2.0, "s"]])
+    few = compare_printed(_linear_table([1e-5, 5e-6, 1.1e-5] + [2e-7] * 7), "gtv_fig03_chain_sampling", prt).iloc[0]
+    assert not few["within"] and few["top_share"] < 0.5 and few["ours_median"] == pytest.approx(2e-7)
+    assert few["explanation"] == "chain-one-draw" and few["status"] == "explained"
+    shifted = compare_printed(_linear_table([1e-5] * 3 + [5e-6] * 7), "gtv_fig03_chain_sampling", prt).iloc[0]
+    assert not shifted["within"] and shifted["status"] == "to investigate (one_draw check fails)"
+
+
 def test_a_flagged_row_without_an_explanation_links_to_investigate():
     prt = _printed_frame([["gtv_table1_highdim_sbm", "primal_dual", "l1", "p_out=0.01;sigma=0.001", "",
                            "label_mse", "mean", 1e-5, 1.0, "s"]])
@@ -254,3 +267,17 @@ def test_a_printed_file_that_does_not_match_its_hash_is_refused(monkeypatch, tmp
     monkeypatch.setattr(printed, "CSV", copy)
     with pytest.raises(ValueError, match="does not match CSV_SHA256"):
         printed.load_printed(copy)
+
+
+def test_a_row_carries_its_cells_note_where_the_cell_relabelled_it():
+    """Fig. 2's cells print Alg. 1's training MSE as "total" (relabelled label_mse_sampled):
+    that row says so; the same cell's IFCA row, printed under its own name, has no note."""
+    point = "n_clusters=2;p_out=0.01;sigma=0.001"
+    source = "sahelyiyi/FederatedLearning@6c3033e:experiments/SBM_experiment_ifca.ipynb:cell 32"
+    rows = [["gtv_fig02_num_clusters", "primal_dual", "l1", point, "", "label_mse_sampled", "mean", 1e-5, 1.0, source],
+            ["gtv_fig02_num_clusters", "ifca", "none", point, "", "label_mse", "mean", 1e-5, 1.0, source]]
+    table = pd.DataFrame([{"variant": "published", "n_clusters": 2, "p_out": 0.01, "sigma": 0.001, "method": m,
+                           "penalty": pen, "lam": 0.01, "seed": 0, "metric": metric, "value": 1e-5}
+                          for m, pen, metric in (("primal_dual", "l1", "label_mse_sampled"), ("ifca", "none", "label_mse"))])
+    notes = compare_printed(table, "gtv_fig02_num_clusters", _printed_frame(rows)).set_index("method")["note"]
+    assert notes["primal_dual"] == "Alg. 1's 'total' is its item['train']" and notes["ifca"] == ""

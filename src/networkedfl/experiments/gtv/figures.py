@@ -121,7 +121,6 @@ def plot_star_lambda(table: pd.DataFrame, *, seed: int | None = None, fusion_lev
                  label="centre (node 0)" if node == 0 else f"node {int(node)}", zorder=3 if node == 0 else 2)
         ax1.scatter([grp["lam"].min() * 0.6], local.loc[local["node"] == node, "value"], s=12,
                     color=colour, marker="<")
-    ax1.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax1.set_xscale("log")
     ax1.set_xlabel(r"$\lambda$")
     ax1.set_ylabel(r"$\hat{w}_{i,1}$ (triangles: local least squares)")
@@ -130,6 +129,9 @@ def plot_star_lambda(table: pd.DataFrame, *, seed: int | None = None, fusion_lev
     threshold = fusion_level * s["value"].iloc[0]
     ax2.axhline(threshold, color="0.6", ls="--", lw=1, label=f"{fusion_level:g} s($\\lambda_{{min}}$)")
     fused = s[s["value"] <= threshold]
+    # past the fusion point the nodes' curves lie on each other: the legend's title says so
+    ax1.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, title_fontsize=6,
+               title=f"all nodes coincide once fused\n(lambda >= {fused['lam'].iloc[0]:.3g})" if len(fused) else None)
     if len(fused):
         ax2.axvline(fused["lam"].iloc[0], color="0.35", ls=":",
                     label=rf"observed fusion: $\lambda$ = {fused['lam'].iloc[0]:.3g}")

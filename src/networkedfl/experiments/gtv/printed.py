@@ -34,6 +34,7 @@ import hashlib
 import json
 import re
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -337,14 +338,17 @@ class Explanation:
         return True
 
     def holds(self, compared: Mapping[str, Any]) -> bool:
-        """The explanation's ``check`` on the compared row: ``one_draw``, one draw carries a
-        mean (ours: the largest seed holds at least half the seeds' sum; theirs: the printed
-        std is at least 1.5 times the printed mean, 2.0 being one of five draws carrying all);
-        ``seed_spread``, the printed single run is a plausible draw of our seeds' distribution
-        (:func:`within_seed_spread`)."""
+        """The explanation's ``check`` on the compared row: ``one_draw``, a few draws carry a
+        mean (ours, with at least 3 seeds: the largest seed holds at least half the seeds' sum,
+        or our median lies within tolerance of the printed mean, so that the seeds beyond it
+        carry the difference; theirs: the printed std is at least 1.5 times the printed mean,
+        2.0 being one of five draws carrying all); ``seed_spread``, the printed single run is
+        a plausible draw of our seeds' distribution (:func:`within_seed_spread`)."""
         if self.check == "one_draw":
-            ours = compared["seeds"] >= 3 and compared["top_share"] >= 0.5  # with 2 seeds the share is >= 0.5
-            return bool(ours or compared["printed_cv"] >= 1.5)
+            # with 2 seeds the largest share is >= 0.5 and the median is the mean
+            tail = compared["top_share"] >= 0.5 or _judge(compared["metric"], compared["ours_median"],
+                                                          compared["printed"])[1]
+            return bool((compared["seeds"] >= 3 and tail) or compared["printed_cv"] >= 1.5)
         if self.check == "seed_spread":
             return within_seed_spread(compared["printed"], compared["ours"], compared.get("ours_std", np.nan),
                                       int(compared["seeds"]))
@@ -382,19 +386,21 @@ EXPLANATIONS: tuple[Explanation, ...] = (
                   "by 10^3-10^4) a mean over five draws moves with the number of draws that fail",
                   {"target": target, "point": {"M": m, "p_out": zone}})
       for target in ("gtv_fig09_sbm_sampling", "gtv_fig10_sbm_noise") for m, zone in _TRANSITIONS.items()),
-    Explanation("mnist-strong-coupling", "to investigate",
+    Explanation("mnist-strong-coupling", "explained",
                 "at lambda = 0 (never projected, as the notebooks) and 10^4 the duals couple every node of a "
                 "cluster; the notebook's own Alg. 1 code run on our graph and data gives ours (0.9535 against "
-                "0.9545-0.9555 after 70 iterations): the algorithm is theirs, the gap is their unseeded draw of data "
-                "and t-SNE graph (their four strongly coupled runs: 0.890-0.942), which our seeds do not vary",
+                "0.9545-0.9555 after 70 iterations): the algorithm is theirs, the gap is in their unseeded inputs "
+                "(data partition, t-SNE graph), which our seeds do not vary; a graph with 4 or 16 edges between the "
+                "clusters gives their numbers (which of their inputs did it is not recoverable from their outputs)",
                 {"target": "gtv_fig05_mnist_lambda", "point": {"lam": (0.0, 10000.0)}}),
     Explanation("mnist-ifca-start", "explained",
                 "which clusters leave cluster 0's model depends on the fresh nn.Linear draws of the cluster models "
                 "(docs/variants.md); the notebook is one draw, inside our seeds' 95 % prediction interval",
                 {"method": "ifca", "metric": "accuracy"}, check="seed_spread"),
     Explanation("one-draw", "explained",
-                "one draw carries a mean (theirs: printed std >= 1.5 x mean; ours: one seed holds half the sum): "
-                "means of a heavy-tailed error differ by orders of magnitude between two sets of draws",
+                "a few draws carry a mean (theirs: printed std >= 1.5 x mean; ours: one seed holds half the sum, or "
+                "our median is within tolerance of theirs): means of a heavy-tailed error differ by orders of "
+                "magnitude between two sets of draws",
                 {}, check="one_draw"),
 )
 #: The link of a flagged row that no explanation covers yet.
@@ -498,6 +504,16 @@ COMPARISON_COLUMNS = ["method", "penalty", "point", "iteration", "metric", "ours
                       "source", "ours_std"]
 
 
+def _note(row: Mapping[str, Any]) -> str:
+    """The note of the row's :data:`SOURCES` cell (what its printed quantity is); a cell that
+    relabels a quantity notes only the rows it relabelled."""
+    for cell in SOURCES:
+        if cell.source == row["source"] and cell.note and cell.target == row.get("target", cell.target):
+            if not cell.relabel or row["metric"] in cell.relabel.values():
+                return cell.note
+    return ""
+
+
 def _compared(row: Mapping[str, Any], values: np.ndarray, printed_cv: float) -> dict[str, Any]:
     theirs = float(row["value"]) * float(row["factor"])
     ours = float(values.mean())
@@ -506,7 +522,7 @@ def _compared(row: Mapping[str, Any], values: np.ndarray, printed_cv: float) -> 
     out = {**{k: row[k] for k in _KEY}, "ours": ours, "ours_median": float(np.median(values)),
            "top_share": float(np.abs(values).max() / total) if total > 0 else np.nan, "seeds": len(values),
            "printed": theirs, "printed_cv": printed_cv, "compare": compare, "within": within,
-           "explanation": "", "status": "", "note": "", "source": row["source"],
+           "explanation": "", "status": "", "note": _note(row), "source": row["source"],
            "ours_std": float(values.std(ddof=1)) if len(values) > 1 else np.nan}
     if not within:
         out["explanation"], out["status"] = _explain({**row, **out})
@@ -541,9 +557,7 @@ def _beyond_lines(comparison: pd.DataFrame, root: str) -> list[str]:
     beyond = comparison.attrs.get("beyond_run", [])
     if not beyond:
         return []
-    groups: dict[tuple[str, int, int], int] = {}
-    for key in beyond:
-        groups[key] = groups.get(key, 0) + 1
+    groups = Counter(beyond)
     names = {"primal_dual": "Alg. 1", "ifca": "IFCA"}
     return [f"Not compared ({len(beyond)}): " + ", ".join(
         f"{names.get(m, m)} at iteration {it} ({count}; this run stops at {last})"
