@@ -353,3 +353,41 @@ def test_gtv_solver_section_renders_rows_bounds_and_errors(run_all):
     assert lines[1].split(" | ")[3:] == ["5590", "152 (10)", "64 ms", "593 ms", "0.108 |"]
     assert "> 600 s" in lines[2] and "< 0.003" in lines[2]
     assert "error: boom" in lines[3]
+
+
+COMPARE_BUILDS = RUN_ALL.parent / "compare_builds.py"
+
+
+@pytest.fixture(scope="module")
+def compare_builds():
+    yield from _script_module("benchmarks_compare_builds", COMPARE_BUILDS)
+
+
+def _build(root: Path, verdict: str, effect: float, table: str) -> Path:
+    import json
+
+    claims = [{"variant": "published", "claim": "A is below B", "verdict": verdict, "effect": effect,
+               "interval": [effect / 2, effect * 2]},
+              {"variant": "paper", "claim": "A is below B", "verdict": "holds", "effect": 0.5, "interval": [0.4, 0.6]}]
+    (root / "results" / "claims").mkdir(parents=True)
+    (root / "results" / "claims" / "t.json").write_text(json.dumps(claims))
+    (root / "results" / "claims" / "t.json.provenance.json").write_text("{}")  # a sidecar, not claims
+    (root / "results" / "tables").mkdir(parents=True)
+    (root / "results" / "tables" / "t.csv").write_text(table)
+    return root
+
+
+def test_compare_builds_counts_moved_verdicts_and_changed_tables(compare_builds, tmp_path, capsys):
+    """Issue 40 item 6: a verdict that moves between two builds is counted (exit 1) and named;
+    a last-bit change of an effect is listed without moving anything (exit 0)."""
+    first = _build(tmp_path / "a", "holds", 0.25, "x\n1.0\n")
+    same = _build(tmp_path / "b", "holds", 0.25, "x\n1.0\n")
+    assert compare_builds.main([str(first), str(same)]) == 0
+    assert "verdicts that differ: 0" in capsys.readouterr().out
+    nudged = _build(tmp_path / "c", "holds", 0.25000000000000006, "x\n1.0000000000000002\n")
+    assert compare_builds.main([str(first), str(nudged)]) == 0
+    out = capsys.readouterr().out
+    assert "effect or interval differs: 1" in out and "differ: t" in out and "relative 2.2e-16" in out
+    moved = _build(tmp_path / "d", "inconclusive", 0.9, "x\n1.0\n")
+    assert compare_builds.main([str(first), str(moved)]) == 1
+    assert "verdict moved: t [published] 'A is below B': holds -> inconclusive" in capsys.readouterr().out
