@@ -114,10 +114,11 @@ def _verdict_counts(row: Any) -> str:
 
 def _apart(row: Any) -> list[str]:
     """The paper's fixed checks and every-seed properties of a summary row (with the failing ones)."""
-    def part(n: int, bad: int, noun: str) -> str:
-        return f"{n} {noun}{'s' if n != 1 else ''}" + (f" ({bad} fail)" if bad else "") if n else ""
+    def part(n: int, bad: int, one: str, many: str) -> str:
+        return f"{n} {one if n == 1 else many}" + (f" ({bad} fail)" if bad else "") if n else ""
 
-    return [part(row.fixed, row.fixed_fail, "fixed check"), part(row.every_seed, row.every_seed_fail, "every-seed property")]
+    return [part(row.fixed, row.fixed_fail, "fixed check", "fixed checks"),
+            part(row.every_seed, row.every_seed_fail, "every-seed property", "every-seed properties")]
 
 
 def _checks_counts(row: Any) -> str:

@@ -240,3 +240,17 @@ def test_tree_runs_in_worker_processes_give_the_table_of_one_process(test_config
     assert calls == [2]
     assert set(one["metric"]) >= {"mse_val", "mse_val_ratio"}
     pd.testing.assert_frame_equal(one, two, check_exact=True)
+
+
+def test_a_targets_checks_apart_are_counted_in_english():
+    """The gallery's per-target line: "2 every-seed properties", not "propertys"; one of each
+    in the singular."""
+    from types import SimpleNamespace
+
+    from networkedfl.pipeline.summary import _apart
+
+    two = SimpleNamespace(fixed=2, fixed_fail=1, every_seed=2, every_seed_fail=2)
+    assert _apart(two) == ["2 fixed checks (1 fail)", "2 every-seed properties (2 fail)"]
+    one = SimpleNamespace(fixed=1, fixed_fail=0, every_seed=1, every_seed_fail=0)
+    assert _apart(one) == ["1 fixed check", "1 every-seed property"]
+    assert _apart(SimpleNamespace(fixed=0, fixed_fail=0, every_seed=0, every_seed_fail=0)) == ["", ""]
