@@ -548,7 +548,7 @@ def _diagnosis_cell(target: str, entries: Sequence[Mapping[str, Any]], c: Mappin
     kind = {"paper equations": "fails under the paper's equations as written",
             "every variant": "fails in every variant", "published only": "fails in the published variant only"}
     text = kind.get(failure_kind(entries, c["claim"]), "")
-    found = claim_diagnoses(target, c["claim"], diagnostics) if c["variant"] == "paper" else []
+    found = claim_diagnoses(target, c["claim"], diagnostics)
     return _cell("; ".join([text, *found]))
 
 

@@ -98,3 +98,38 @@ def test_diagnoses_name_known_targets():
     for d in DIAGNOSES:
         get_experiment(d.target)
         assert d.source in DIAGNOSTIC_TARGETS
+
+
+FUSION_CLAIM = "at lambda = 10000, max_i ||w_i - w_bar|| / ||w_bar|| < 0.05"
+
+
+def _fig05_graph(cross):
+    rows = [{"variant": v, "algorithm": "primal_dual", "iteration": np.nan, "method": "primal_dual", "lam": lam,
+             "seed": s, "metric": metric, "value": value}
+            for v, edges in (("published", 160), ("paper", 122)) for s in (0, 1, 2)
+            for lam, metric, value in ((np.nan, "edges", edges), (np.nan, "cross_cluster_edges", cross),
+                                       (0.0, "max_abs_dual", 3.0 if v == "published" else 0.0),
+                                       (1e4, "max_abs_dual", 7.0))]
+    return pd.DataFrame(rows)
+
+
+def test_a_claim_failing_in_every_variant_is_diagnosed_by_its_own_graph():
+    """GTV Fig. 5: no lambda fuses two clusters that no edge joins; the diagnosis shows the
+    learnt graph's edges between the clusters from the target's own table, per variant."""
+    (text,) = claim_diagnoses("gtv_fig05_mnist_lambda", FUSION_CLAIM, {"gtv_fig05_mnist_lambda": _fig05_graph(0)})
+    assert text.startswith("gtv_fig05_mnist_lambda: published: edges 160, cross_cluster_edges 0 | "
+                           "paper: edges 122, cross_cluster_edges 0.")
+    assert "no edge between the two clusters" in text
+    claims = {"gtv_fig05_mnist_lambda": [
+        {"claim": FUSION_CLAIM, "variant": v, "verdict": "fails", "kind": "paper", "detail": ""}
+        for v in ("published", "paper")]}
+    lines = failures_markdown(claims, {"gtv_fig05_mnist_lambda": _fig05_graph(0)})
+    (line,) = [x for x in lines if x.startswith("- `gtv_fig05_mnist_lambda`")]
+    assert "cross\\_cluster\\_edges 0" in line and "no diagnosing ablation" not in line
+
+
+def test_the_duals_diagnosis_reads_the_largest_dual_at_the_smallest_lambda():
+    (text,) = claim_diagnoses("gtv_fig05_mnist_lambda", "at lambda = 0 the dual variables stay 0",
+                              {"gtv_fig05_mnist_lambda": _fig05_graph(0)})
+    assert text.startswith("gtv_fig05_mnist_lambda: published: max_abs_dual 3 | paper: max_abs_dual 0.")
+    assert "project_at_zero_lambda" in text
