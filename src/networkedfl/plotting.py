@@ -275,9 +275,10 @@ def plot_accuracy_curves(table: pd.DataFrame, *, curve: str, last: int, title: s
     for k, name in enumerate(names):
         mine = stats[stats["curve"] == name]
         present = [v for v in variants if v is None or (mine["variant"] == v).any()]
-        notes = [_coincide_note(v, name, same[(v, name)][0], variants, labels,
-                                f"{same[(v, name)][1]:g}" if same[(v, name)][1] > first else "")
-                 for v in present if (v, name) in same]
+        notes = []
+        for v in (v for v in present if (v, name) in same):
+            earlier, start = same[(v, name)]
+            notes.append(_coincide_note(v, name, earlier, variants, labels, f"{start:g}" if start > first else ""))
         if len(present) < len(variants):
             notes.append(f"{VARIANT_SHORT.get(present[0], present[0])} variant only")
         # a long note on lines of its own: the legend beside the axes stays narrower than they
@@ -765,18 +766,22 @@ def _short(label: str) -> str:
     return "" if label.startswith("_") else re.split(r"\s\(", label)[0].strip()
 
 
-def relative_gap(a: np.ndarray, b: np.ndarray) -> float:
-    """Largest relative difference of two curves over the x values they share (``inf`` when
-    they share fewer than two)."""
+def _pointwise_gaps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The x values curves ``a`` and ``b`` (rows ``(x, y)``, non-finite rows dropped, the
+    first y of a repeated x) share, and their relative difference at each."""
     a, b = a[np.isfinite(a).all(axis=1)], b[np.isfinite(b).all(axis=1)]
     xa, first_a = np.unique(a[:, 0], return_index=True)
     xb, first_b = np.unique(b[:, 0], return_index=True)
-    _, ia, ib = np.intersect1d(xa, xb, assume_unique=True, return_indices=True)
-    if len(ia) < 2:
-        return np.inf
+    x, ia, ib = np.intersect1d(xa, xb, assume_unique=True, return_indices=True)
     ya, yb = a[first_a[ia], 1], b[first_b[ib], 1]
-    scale = np.maximum(np.maximum(np.abs(ya), np.abs(yb)), 1e-300)
-    return float(np.max(np.abs(ya - yb) / scale))
+    return x, np.abs(ya - yb) / np.maximum(np.maximum(np.abs(ya), np.abs(yb)), 1e-300)
+
+
+def relative_gap(a: np.ndarray, b: np.ndarray) -> float:
+    """Largest relative difference of two curves over the x values they share (``inf`` when
+    they share fewer than two)."""
+    x, gaps = _pointwise_gaps(a, b)
+    return float(gaps.max()) if len(x) >= 2 else np.inf
 
 
 #: A curve counts as lying on another from the x at which the two stay within the tolerance to
@@ -793,19 +798,14 @@ def overlap_start(a: np.ndarray, b: np.ndarray, tol: float = 0.01) -> float | No
     :data:`OVERLAP_SHARE` of the shared x values and :data:`OVERLAP_MIN_POINTS` of them; the
     first shared x when they lie together throughout (:func:`relative_gap` at most ``tol``,
     at any number of points); else ``None``."""
-    a, b = a[np.isfinite(a).all(axis=1)], b[np.isfinite(b).all(axis=1)]
-    xa, first_a = np.unique(a[:, 0], return_index=True)
-    xb, first_b = np.unique(b[:, 0], return_index=True)
-    x, ia, ib = np.intersect1d(xa, xb, assume_unique=True, return_indices=True)
-    if len(ia) < 2:
+    x, gaps = _pointwise_gaps(a, b)
+    if len(x) < 2:
         return None
-    ya, yb = a[first_a[ia], 1], b[first_b[ib], 1]
-    apart = np.abs(ya - yb) / np.maximum(np.maximum(np.abs(ya), np.abs(yb)), 1e-300) > tol
-    if not apart.any():
+    apart = np.flatnonzero(gaps > tol)
+    if not len(apart):
         return float(x[0])
-    start = int(np.flatnonzero(apart)[-1]) + 1  # the stretch after the last x where they part
-    together = len(x) - start
-    if together >= max(OVERLAP_MIN_POINTS, OVERLAP_SHARE * len(x)):
+    start = int(apart[-1]) + 1  # the stretch after the last x where they part
+    if len(x) - start >= max(OVERLAP_MIN_POINTS, OVERLAP_SHARE * len(x)):
         return float(x[start])
     return None
 
@@ -899,10 +899,10 @@ def check_figure(fig: plt.Figure, *, tol: float = 0.01,
     * two series of one panel with the same colour and style (line style and marker; a
       scatter's colours and marker);
     * a curve lying on another (within ``tol`` relative over the x values they share, or over
-      the last half or more of them: :func:`overlap_start`) while no text the reader sees (a legend entry of the panel or the figure,
-      an axis label, a title, an annotation) says so with a word of :data:`COINCIDE` and the
-      name of one of the two curves, or the word "all" (a label that no legend shows does not
-      count);
+      the last half or more of them: :func:`overlap_start`) while no text the reader sees (a
+      legend entry of the panel or the figure, an axis label, a title, an annotation) says so
+      with a word of :data:`COINCIDE` and the name of one of the two curves, or the word "all"
+      (a label that no legend shows does not count);
     * one colour with two meanings: labelled series of the figure's panels that share a
       colour but not a name (notes in brackets aside);
     * a band (``fill_between``) outside its quantity's range, found from a word of the y
