@@ -20,9 +20,10 @@ verdict is the measured one, never typed by hand.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["DIAGNOSES", "DIAGNOSTIC_TARGETS", "Diagnosis", "claim_diagnoses", "diagnosis_text", "failure_kind",
@@ -39,8 +40,10 @@ class Diagnosis:
     ``target`` and ``claim`` (the start of the claim's text, without its ``[variant]``)
     name the claim; ``source`` the diagnosing target; ``items`` the rows of its table
     (``(panel, item)`` of :func:`~networkedfl.plotting.ablation_summary` for the
-    ablations, the scan's methods ``c_<c>`` for the step scan); ``switches`` the ablation's
-    columns to show between ``published`` and ``paper``; ``why`` what the numbers say.
+    ablations, the scan's methods ``c_<c>`` for the step scan, the metrics of a target's own
+    measurements); ``switches`` the ablation's columns to show between ``published`` and
+    ``paper``; ``at`` the grid point of a target's own measurements (a row without a value
+    in that column, such as the graph's, is read wherever it is); ``why`` what the numbers say.
     """
 
     target: str
@@ -49,6 +52,7 @@ class Diagnosis:
     items: tuple[tuple[str, str], ...] | tuple[str, ...]
     why: str
     switches: tuple[str, ...] = ()
+    at: Mapping[str, float] = field(default_factory=dict)
 
     def matches(self, target: str, claim: str) -> bool:
         return target == self.target and claim.startswith(self.claim)
@@ -66,14 +70,14 @@ _SCAN_WHY = "the paper variant with larger steps tau = c/deg, sigma = 0.45/c: th
 _MNIST_SWITCHES = ("methods.primal_dual.prox_scale", "methods.ifca.model_init")
 _GRAPH = ("edges", "cross_cluster_edges")
 _FUSION_WHY = ("the learnt graph has no edge between the two clusters (its nodes split into components within the "
-               "clusters; at the default data one per cluster), and the GTV penalty couples the nodes of a component "
-               "only: at any lambda Alg. 1 can fuse each cluster to "
-               "its own model, never the two, so w_bar, the mean over both clusters, is no node's model. The "
-               "paper's 'one pooled model at huge lambda' needs a connected graph; the notebooks' t-SNE graphs may "
-               "have had edges between the clusters (docs/printed.md#mnist-strong-coupling)")
-_DUALS_WHY = ("the notebooks project the duals only if lambda != 0 (`project_at_zero_lambda`, docs/variants.md): at lambda = 0 the published "
-              "variant's duals are never projected, as the notebooks', and grow; the paper's projection onto "
-              "|u_e| <= lambda A_e = 0 keeps them at 0 (the paper variant holds)")
+               "clusters; at the default data one per cluster), and the GTV penalty couples the nodes of a "
+               "component only: at any lambda Alg. 1 can fuse each cluster to its own model, never the two, so "
+               "w_bar, the mean over both clusters, is no node's model. The paper's 'one pooled model at huge "
+               "lambda' needs a connected graph; the notebooks' t-SNE graphs may have had edges between the "
+               "clusters (docs/printed.md#mnist-strong-coupling)")
+_DUALS_WHY = ("the notebooks project the duals only if lambda != 0 (`project_at_zero_lambda`, docs/variants.md): "
+              "at lambda = 0 the published variant's duals are never projected, as the notebooks', and grow; the "
+              "paper's projection onto |u_e| <= lambda A_e = 0 keeps them at 0 (the paper variant holds)")
 
 #: Failing ``paper``-variant claims and the measurements that diagnose them.  Fig. 2's and
 #: Fig. 7's are measured on Table I's and Fig. 6's settings (the same algorithms).
@@ -93,7 +97,7 @@ DIAGNOSES: tuple[Diagnosis, ...] = (
     Diagnosis("gtv_fig05_mnist_lambda", "at lambda = 10000, max_i ||w_i - w_bar||", "gtv_fig05_mnist_lambda",
               _GRAPH, _FUSION_WHY),
     Diagnosis("gtv_fig05_mnist_lambda", "at lambda = 0 the dual variables stay 0", "gtv_fig05_mnist_lambda",
-              ("max_abs_dual",), _DUALS_WHY),
+              ("max_abs_dual",), _DUALS_WHY, at={"lam": 0.0}),
 )
 
 
@@ -122,13 +126,13 @@ def _scan_numbers(table: pd.DataFrame, d: Diagnosis, iteration: int = 49) -> lis
 
 
 def _measured_numbers(table: pd.DataFrame, d: Diagnosis) -> list[str]:
-    """A target's own per-seed measurements ``d.items`` (metrics without an iteration), per
-    variant: their range over seeds."""
+    """A target's own per-seed measurements ``d.items`` (metrics without an iteration) at
+    ``d.at``, per variant: their range over seeds."""
     rows = table[table["metric"].isin(d.items)]
     if "iteration" in rows:
         rows = rows[rows["iteration"].isna()]
-    if "lam" in rows and "max_abs_dual" in d.items:
-        rows = rows[(rows["metric"] != "max_abs_dual") | (rows["lam"] == rows["lam"].min())]
+    for column, value in d.at.items():
+        rows = rows[rows[column].isna() | np.isclose(rows[column], value)]
     out = []
     for variant, part in rows.groupby("variant", sort=False) if "variant" in rows else [("", rows)]:
         values = part.groupby("metric", sort=False)["value"].agg(["min", "max"])
