@@ -16,7 +16,7 @@ tables that differ.
 from __future__ import annotations
 
 import argparse
-import hashlib
+import filecmp
 import json
 import sys
 from pathlib import Path
@@ -39,10 +39,6 @@ def claims(build: Path) -> dict[tuple[str, str, str], dict]:
     return out
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _relative(a: object, b: object) -> str:
     if isinstance(a, float) and isinstance(b, float):
         return f"{abs(a - b) / max(abs(a), abs(b), 1e-300):.2g}"
@@ -52,9 +48,9 @@ def _relative(a: object, b: object) -> str:
 def compare(first: Path, second: Path) -> int:
     """Print the comparison; the number of claims whose verdict differs (or is missing)."""
     a, b = claims(first), claims(second)
-    missing = sorted(set(a) ^ set(b))
-    moved = [key for key in sorted(set(a) & set(b)) if a[key]["verdict"] != b[key]["verdict"]]
-    differ = [key for key in sorted(set(a) & set(b))
+    missing, shared = sorted(set(a) ^ set(b)), sorted(set(a) & set(b))
+    moved = [key for key in shared if a[key]["verdict"] != b[key]["verdict"]]
+    differ = [key for key in shared
               if a[key].get("effect") != b[key].get("effect") or a[key].get("interval") != b[key].get("interval")]
     print(f"claims: {len(a)} and {len(b)}; verdicts that differ: {len(moved)}; only in one build: {len(missing)}; "
           f"effect or interval differs: {len(differ)}")
@@ -68,7 +64,8 @@ def compare(first: Path, second: Path) -> int:
               f"interval {a[key].get('interval')} vs {b[key].get('interval')}, verdict {a[key]['verdict']}")
     tables = sorted((first / "results" / "tables").glob("*.csv"))
     other = second / "results" / "tables"
-    changed = [t.stem for t in tables if not (other / t.name).exists() or _digest(t) != _digest(other / t.name)]
+    changed = [t.stem for t in tables
+               if not (other / t.name).exists() or not filecmp.cmp(t, other / t.name, shallow=False)]
     print(f"tables: {len(tables) - len(changed)} of {len(tables)} byte-identical; differ: {', '.join(changed) or 'none'}")
     return len(moved) + len(missing)
 
