@@ -36,7 +36,6 @@ __all__ = [
     "COINCIDE",
     "PENALTY_LABELS",
     "QUANTITY_RANGES",
-    "ablation_summary",
     "accuracy_curves",
     "coinciding_curves",
     "claims_frame",
@@ -163,43 +162,6 @@ def plot_sweep(
         fig.suptitle(title)
     fig.tight_layout()
     return fig
-
-
-def ablation_summary(table: pd.DataFrame, metric: str = "label_mse") -> pd.DataFrame:
-    """Mean over seeds of every headline number of the quirk ablation, per (case, switch).
-
-    Linear cases report ``metric`` (rows without an iteration): one panel per penalty of
-    Alg. 1 for sweep cases (items: the grid points), one per case for method comparisons
-    (items: the methods).  MNIST cases report the validation accuracy at their last
-    iteration, one item per method.  Column ``quantity`` names what the value is.
-    """
-    has_it = "iteration" in table
-    lin = table[(table["metric"] == metric) & (table["iteration"].isna() if has_it else True)].copy()
-    penalty = lin["penalty"].astype(str) if "penalty" in lin else pd.Series("", index=lin.index)
-    method = pd.Series(np.where(lin["method"] == "primal_dual", "Alg. 1 " + penalty, lin["method"]),
-                       index=lin.index, dtype=object)
-    lin["panel"], lin["item"], lin["quantity"] = lin["case"], method, PARAM_LABELS.get(metric, metric)
-    for case, part in lin.groupby("case"):
-        grid = [c for c in ("p_out", "M", "eps", "sigma", "n_clusters") if c in part and part[c].nunique() > 1]
-        if grid:  # a sweep: a panel per method, an item per grid point
-            lin.loc[part.index, "panel"] = case + ": " + method[part.index]
-            lin.loc[part.index, "item"] = part[grid].apply(
-                lambda r, g=grid: ", ".join(f"{k}={r[k]:g}" for k in g), axis=1)
-    parts = [lin]
-    if has_it:
-        acc = table[(table["metric"] == "accuracy") & table["iteration"].notna()]
-        for case, part in acc.groupby("case"):
-            last = part["iteration"].max()
-            rows = part[part["iteration"] == last].copy()
-            rows["panel"], rows["item"] = case, rows["method"]
-            rows["quantity"] = f"validation accuracy at iteration {last:g}"
-            parts.append(rows)
-    rows = pd.concat(parts)
-    switches = list(dict.fromkeys(rows["switch"]))
-    out = rows.groupby(["case", "switch", "panel", "item", "quantity"], sort=False)["value"].mean().reset_index()
-    rank = {s: k for k, s in enumerate(switches)}
-    out["order"] = out["switch"].map(lambda s: -1 if s == "published" else (len(rank) if s == "paper" else rank[s]))
-    return out.sort_values(["case", "order"], kind="stable").drop(columns="order").reset_index(drop=True)
 
 
 def accuracy_curves(table: pd.DataFrame, curve: str, last: int) -> pd.DataFrame:

@@ -39,7 +39,7 @@ class Diagnosis:
 
     ``target`` and ``claim`` (the start of the claim's text, without its ``[variant]``)
     name the claim; ``source`` the diagnosing target; ``items`` the rows of its table
-    (``(panel, item)`` of :func:`~networkedfl.plotting.ablation_summary` for the
+    (``(panel, item)`` of :func:`~networkedfl.experiments.gtv.ablation_summary.ablation_summary` for the
     ablations, the scan's methods ``c_<c>`` for the step scan, the metrics of a target's own
     measurements); ``switches`` the ablation's columns to show between ``published`` and
     ``paper``; ``at`` the grid point of a target's own measurements (a row without a value
@@ -102,7 +102,7 @@ DIAGNOSES: tuple[Diagnosis, ...] = (
 
 
 def _ablation_numbers(table: pd.DataFrame, d: Diagnosis) -> list[str]:
-    from ..plotting import ablation_summary
+    from .gtv.ablation_summary import ablation_summary
 
     summary = ablation_summary(table)
     out = []

@@ -432,7 +432,7 @@ def ablation_markdown(table: pd.DataFrame, metric: str = "label_mse") -> str:
     """The quirk ablation (``gtv_quirk_ablation``) as a Markdown page: per headline number
     (rows), its mean over seeds with each switch (columns: ``published``, one notebook
     option switched back to the paper's definition, ``paper``)."""
-    from ..plotting import ablation_summary
+    from ..experiments.gtv.ablation_summary import ablation_summary
 
     summary = ablation_summary(table, metric)
     switches = list(dict.fromkeys(summary.sort_values("switch", key=lambda s: s.map(

@@ -13,7 +13,7 @@ import pytest
 
 from networkedfl.experiments.claims import FAILS, HOLDS, INCONCLUSIVE, design
 from networkedfl.experiments.gtv import claims as gtv_claims
-from networkedfl.experiments.gtv.ablation import headline_per_seed
+from networkedfl.experiments.gtv.ablation_summary import headline_per_seed
 from networkedfl.experiments.gtv.claims import (
     ablation_claims,
     cluster_graph_claims,

@@ -38,6 +38,22 @@ def test_closures_follow_the_imports_of_each_target():
     assert "networkedfl.experiments.gtv.diagrams" in target_modules(NO_SOLVER)
 
 
+def test_no_run_or_claims_job_hashes_the_plotting():
+    """Computing apart from plotting: a change of ``networkedfl.plotting`` reruns figures and
+    reports only.  (The quirk ablations' run jobs and Table II's imported it through the
+    ablation's headline summary, so a legend change reran three targets' runs.)"""
+    hashed = {(target, jobs) for target in EXPERIMENTS for jobs in ("run", "claims")
+              if "networkedfl.plotting" in target_modules(target, jobs=jobs)}
+    assert not hashed, sorted(hashed)
+
+
+def test_the_ablation_summary_names_its_quantities_as_the_sweep_figures_label_them():
+    from networkedfl.experiments.gtv.ablation_summary import QUANTITIES
+    from networkedfl.plotting import PARAM_LABELS
+
+    assert {key: PARAM_LABELS[key] for key in QUANTITIES} == QUANTITIES
+
+
 def test_the_code_hashes_do_not_depend_on_the_interpreter_s_hash_seed(repo):
     """Every process computes the same hashes (set order varies with PYTHONHASHSEED): a
     hash that differed between runs would rerun jobs for nothing."""

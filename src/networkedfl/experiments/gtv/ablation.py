@@ -26,7 +26,6 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ...io import Paths
@@ -35,8 +34,8 @@ from .linear import grid_points, linear_settings, run_gtv_linear
 from .mnist import ALL_METHODS, run_mnist
 from .mnist_graph import graph_file, graph_names, mnist_train_files
 
-__all__ = ["ablation_inputs", "ablation_settings", "ablation_switches", "headline_per_seed",
-           "run_quirk_ablation", "source_rows", "switched_params"]
+__all__ = ["ablation_inputs", "ablation_settings", "ablation_switches", "run_quirk_ablation", "source_rows",
+           "switched_params"]
 
 Params = Mapping[str, Any]
 
@@ -159,24 +158,3 @@ def source_rows(source: pd.DataFrame, params: Params, variant: str, seed: int) -
                          f"ablation case's {variant} end at seed {seed}: is the case a restriction of its source?")
     columns = [*grid, "method", "penalty", "lam", "seed", "metric", "value"]
     return rows[columns].reset_index(drop=True)
-
-
-def headline_per_seed(table: pd.DataFrame) -> pd.DataFrame:
-    """Each seed's headline number of every (case, switch): the mean over the case's items of
-    :func:`~networkedfl.plotting.ablation_summary`, geometric for MSEs (the items span orders
-    of magnitude: an arithmetic mean would be the largest item's) and arithmetic for MNIST's
-    final accuracies.  Columns ``case, switch, seed, value, quantity``."""
-    from ...plotting import ablation_summary
-
-    parts = []
-    for seed, rows in table.groupby("seed"):
-        summary = ablation_summary(rows)
-        mse = summary["quantity"].str.contains("MSE")
-        summary["value"] = summary["value"].where(~mse, np.log(summary["value"].where(mse, 1.0)))
-        means = summary.groupby(["case", "switch"], sort=False).agg(value=("value", "mean"),
-                                                                     quantity=("quantity", "first"))
-        means["value"] = means["value"].where(~means["quantity"].str.contains("MSE"), np.exp(means["value"]))
-        parts.append(means.reset_index().assign(seed=seed))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["case", "switch", "seed", "value", "quantity"])
-

@@ -46,7 +46,8 @@ from ..claims import (
     threshold,
 )
 from ..registry import Claim, inferred
-from .ablation import ablation_switches, headline_per_seed
+from .ablation import ablation_switches
+from .ablation_summary import headline_per_seed
 from .diagrams import edge_rows, node_rows
 from .linear import METHOD_NAMES
 from .mnist import PAPER_TABLE2

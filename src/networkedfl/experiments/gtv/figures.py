@@ -19,7 +19,6 @@ import pandas as pd
 
 from ...plotting import (
     VARIANT_LABELS,
-    ablation_summary,
     accuracy_curves,
     plot_accuracy_curves,
     plot_graph,
@@ -28,6 +27,7 @@ from ...plotting import (
 )
 from ..baselines import EXTRA_BASELINES
 from ..report import load_target
+from .ablation_summary import ablation_summary
 from .linear import METHOD_NAMES
 
 __all__ = [
