@@ -485,8 +485,9 @@ def claims_markdown(claims: Mapping[str, Sequence[Mapping[str, Any]]],
     verdict, the effect of the case that decided it with its 95 % interval, the number of
     seeds and what was measured (per variant where the target has variants).  With
     ``diagnostics`` (the tables of :data:`~networkedfl.experiments.diagnosis.DIAGNOSTIC_TARGETS`
-    that ran), a column ``diagnosis`` gives each failing claim of a variant the ablation or
-    step-scan result that moves it (:mod:`networkedfl.experiments.diagnosis`)."""
+    that ran), a column ``diagnosis`` gives each failing claim of a variant how it fails and the
+    ablation or step-scan result that moves it, and any other failing claim with a recorded
+    diagnosis that diagnosis (:mod:`networkedfl.experiments.diagnosis`)."""
     lines = ["# Claims, as measured", "",
              "Every claim of every target, evaluated on the default configuration's tables (written by "
              "`snakemake --cores 1 gallery` from `results/claims/`; do not edit). Verdicts, effects and intervals "
@@ -543,13 +544,13 @@ def _diagnosis_cell(target: str, entries: Sequence[Mapping[str, Any]], c: Mappin
     measurements that diagnose it; empty for the others."""
     from ..experiments.diagnosis import claim_diagnoses, failure_kind
 
-    if c["verdict"] != "fails" or not c.get("variant"):
+    if c["verdict"] != "fails":
         return ""
     kind = {"paper equations": "fails under the paper's equations as written",
             "every variant": "fails in every variant", "published only": "fails in the published variant only"}
-    text = kind.get(failure_kind(entries, c["claim"]), "")
+    text = kind.get(failure_kind(entries, c["claim"]), "") if c.get("variant") else ""
     found = claim_diagnoses(target, c["claim"], diagnostics)
-    return _cell("; ".join([text, *found]))
+    return _cell("; ".join(x for x in [text, *found] if x))
 
 
 def tuning_markdown(tables: Mapping[str, pd.DataFrame]) -> str:

@@ -133,3 +133,25 @@ def test_the_duals_diagnosis_reads_the_largest_dual_at_the_smallest_lambda():
                               {"gtv_fig05_mnist_lambda": _fig05_graph(0)})
     assert text.startswith("gtv_fig05_mnist_lambda: published: max_abs_dual 3 | paper: max_abs_dual 0.")
     assert "project_at_zero_lambda" in text
+
+
+STAR_CLAIM = ("at lambda_min every w_i is within 5% (relative l2) of node i's local least-squares fit")
+
+
+def test_a_failing_claim_of_a_target_without_variants_shows_its_diagnosis():
+    """GTV Fig. 13 at A = 10 checks A = 1's claims: its failing local-fit claim is diagnosed by
+    its own critical lambdas (their range over seeds), on the claims page too."""
+    from networkedfl.pipeline.summary import claims_markdown
+
+    table = pd.DataFrame([{"node": np.nan, "method": "theorem_2", "lam": np.nan, "seed": s,
+                           "metric": "critical_lambda", "value": v} for s, v in ((0, 0.292), (1, 0.404))]
+                         + [{"node": np.nan, "method": "primal_dual", "lam": 0.001, "seed": 0, "metric": "spread",
+                             "value": 2.2}])
+    diagnostics = {"gtv_fig13_star_weight10": table}
+    (text,) = claim_diagnoses("gtv_fig13_star_weight10", STAR_CLAIM, diagnostics)
+    assert text.startswith("gtv_fig13_star_weight10: critical_lambda 0.292-0.404. GTV's objective")
+    assert claim_diagnoses("gtv_fig13_star_lambda", STAR_CLAIM, diagnostics) == []  # A = 1's own claim: none
+    entries = [{"claim": STAR_CLAIM, "verdict": "fails", "kind": "paper", "detail": "", "test": "every_seed"}]
+    row = next(line for line in claims_markdown({"gtv_fig13_star_weight10": entries}, diagnostics).splitlines()
+               if "local least-squares" in line)
+    assert "critical\\_lambda 0.292-0.404" in row and "variant" not in row.split("|")[-2]
