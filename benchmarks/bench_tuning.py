@@ -141,14 +141,17 @@ def compare_one(workdir: Path, target: str, setting: str) -> dict:
 
 
 def compare(workdir: Path, jobs: int = 1) -> list[dict]:
-    """:func:`compare_one` for every tuned method, in ``jobs`` processes (one thread each
-    when more than one: the runs' own times are then those of one core)."""
+    """:func:`compare_one` for every tuned method, in ``jobs`` processes, each in a pipeline
+    job's environment (``seed_jobs.pin``: one thread, the pinned CPU kernels, deterministic
+    PyTorch), so that the runs completed here are timed as the tuning job's own runs are."""
+    import seed_jobs
+
+    seed_jobs.pin(1)
     units = _units(workdir)
     if jobs <= 1:
         return [compare_one(workdir, t, s) for t, s in units]
     from concurrent.futures import ProcessPoolExecutor
 
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
     with ProcessPoolExecutor(jobs) as pool:
         futures = [pool.submit(compare_one, workdir, t, s) for t, s in units]
         return [f.result() for f in futures]

@@ -18,6 +18,7 @@ from ..algorithms.errors import NonFiniteError
 from ..experiments import get_experiment
 from ..experiments.claims import design
 from ..experiments.tuning import (
+    RUNG_COLUMNS,
     at_horizon,
     evaluate_point,
     for_setting,
@@ -192,7 +193,8 @@ def run_tuning_setting(target: str, specs: Sequence[Mapping[str, Any]], base_see
 
     ``previous``: the job's last good table; a run whose :func:`point_key` it holds (the
     point's parameters at its rung's horizon) is taken from it (its ``tuning_point`` and rung
-    renumbered) instead of run again, so an edited grid runs only its new or changed points.
+    renumbered: without halving it has none, as every point) instead of run again, so an edited
+    grid runs only its new or changed points.
     Each run's rows are taken as their CSV text reads back, so a reused run and a computed
     one are the same bytes in the file.  Rows: those of :func:`run_tuning_job` and the run's
     key (:data:`POINT_KEY`).
@@ -211,8 +213,9 @@ def run_tuning_setting(target: str, specs: Sequence[Mapping[str, Any]], base_see
             spec = at_horizon(specs[i], horizon)
             key = point_key(spec, base_seed, code, digests)
             extra = {"tuning_rung": rung, "tuning_horizon": horizon} if halved else {}
-            if key in known:
-                rows = known[key].assign(tuning_point=int(spec["point"]), **extra)
+            if key in known:  # the run plays this tuning's rung, whatever rung it played before
+                rows = known[key].drop(columns=[*RUNG_COLUMNS, POINT_KEY], errors="ignore").assign(
+                    tuning_point=int(spec["point"]), **extra, **{POINT_KEY: key})  # a computed run's columns
                 log.info("reused %s/%s point %s (%s)%s: unchanged since its last run", target, spec["setting"],
                          spec["point"], spec["label"], f", rung {rung} ({horizon} rounds)" if halved else "")
                 reused += 1

@@ -175,3 +175,29 @@ def test_halving_no_cheaper_than_the_grid_runs_the_whole_grid(test_config, runs,
     assert halved.drop(columns=["tuning_rung", "tuning_horizon"]).equals(plain)
     params = config["experiments"][TARGET]
     assert select_point(params, "local", [halved]) == select_point(params, "local", [plain])
+
+
+def test_the_whole_grid_completed_from_a_halved_table_chooses_among_all_its_points(test_config, monkeypatch):
+    """A halved job's full-horizon runs reused by a tuning without halving (the halving block
+    removed from the config, or ``benchmarks/bench_tuning.py`` completing the whole grid) take
+    that tuning's rung: one rung for every point.  (They kept the halved job's rung 2, every
+    point run afresh counted as rung 0, and the "whole grid" chose among halving's survivors
+    only: its choice was halving's by construction.)"""
+    def fake(target, spec, base_seed, inputs=None):
+        scale, horizon = spec["params"]["lr_scale"], spec["params"]["iterations"]
+        # short horizons favour the largest steps; at the full horizon the middle one is best
+        value = abs(scale - 0.5) if horizon == full else -scale
+        return pd.DataFrame({"method": "Local", "tuning_point": spec["point"], "tuning_values": spec["label"],
+                             "seed": spec["seeds"], "metric": "tuning_validation_loss", "value": value})
+
+    monkeypatch.setattr(runner, "run_tuning_job", fake)
+    values = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    config = _halved(test_config, values)
+    full = config["experiments"][TARGET]["iterations"]
+    halved = run_tuning_setting(TARGET, tuning_specs(config, TARGET, "local"), 7, code="c")
+    params = config["experiments"][TARGET]
+    assert select_point(params, "local", [halved]) == 7  # halving: 0.8, the best survivor
+    whole = run_tuning_setting(TARGET, tuning_specs(_config(test_config, values), TARGET, "local"), 7, code="c",
+                               previous=halved)
+    assert "tuning_rung" not in whole or whole["tuning_rung"].isna().all()
+    assert select_point(params, "local", [whole]) == 4  # the whole grid: 0.5
