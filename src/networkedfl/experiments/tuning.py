@@ -204,7 +204,9 @@ def halving_rungs(spec: Mapping[str, Any], n_points: int) -> list[int | None]:
     ``overhead``), the rungs are ``[R]``: one rung, every point to the full horizon, the
     whole grid (same runs, same cache keys, same chosen point). So halving never costs more
     than the grid: a 3-point grid (a third of the horizon for all 3, then 2 to the full one)
-    costs ``3 + 2 o`` full runs against 3, and always runs whole."""
+    costs ``3 + 2 o`` full runs against 3, and always runs whole.  A method listed in the
+    block's ``whole_grid`` runs the whole grid too: one whose halving chose another point than
+    its whole grid (``benchmarks/bench_tuning.py``; docs/tuning.md)."""
     halving = spec.get("halving")
     if not halving:
         return [None]
@@ -217,6 +219,8 @@ def halving_rungs(spec: Mapping[str, Any], n_points: int) -> list[int | None]:
         raise ValueError(f"tuning.halving.horizon: {path} = {full!r} is not a positive number of rounds")
     if eta < 2:
         raise ValueError(f"tuning.halving.eta must be at least 2, got {eta}")
+    if spec.get("setting") in tuple(halving.get("whole_grid", ())):
+        return [full]  # halving chose another point than the whole grid: the grid
     halvings = 0
     while eta ** (halvings + 1) <= n_points:
         halvings += 1

@@ -369,6 +369,10 @@ def _tuning_lines(target: str, params: Mapping[str, Any], sub: jsonschema.Draft2
     if unknown:
         lines.append(f"{where}['grid']: methods {unknown} are not in the target's methods "
                      f"(a grid is keyed by the target's job settings: {settings})")
+    whole = sorted(set((spec.get("halving") or {}).get("whole_grid") or ()) - set(spec.get("grid") or {}))
+    if whole:
+        lines.append(f"{where}['halving']['whole_grid']: {whole} have no tuning grid (the grid's methods: "
+                     f"{sorted(spec.get('grid') or {})})")
     base = {k: v for k, v in params.items() if k != TUNING_KEY}
     for method in spec.get("grid") or {}:
         for k, point in enumerate(grid_points(params, method)):

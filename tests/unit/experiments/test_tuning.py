@@ -222,6 +222,29 @@ def test_halving_rungs_divide_the_horizon_by_eta_per_halving():
     assert halving_rungs(_spec(short), 27) == [2, 4]  # rungs below min_horizon merge
 
 
+def test_a_method_listed_in_whole_grid_runs_the_whole_grid():
+    """``halving.whole_grid``: the methods whose halving chose another point than their whole
+    grid (bench_tuning) run every point to the full horizon; the others still halve."""
+    from networkedfl.experiments.tuning import halving_rungs
+
+    listed = {**HALVED, "tuning": {**HALVED["tuning"],
+                                   "halving": {**HALVED["tuning"]["halving"], "whole_grid": ["bigfl"]}}}
+    assert halving_rungs({**_spec(listed), "setting": "bigfl"}, 27) == [27]
+    assert halving_rungs({**_spec(listed), "setting": "fesem"}, 27) == [1, 3, 9, 27]
+    assert halving_rungs({**_spec(HALVED), "setting": "bigfl"}, 27) == [1, 3, 9, 27]
+
+
+def test_whole_grid_names_methods_of_the_grid(test_config, schema_path):
+    from networkedfl.pipeline.config import ConfigError, validate_config
+
+    config = {**test_config, "experiments": dict(test_config["experiments"])}
+    target = dict(config["experiments"]["gfl_fig10_3_synthetic"])
+    config["experiments"]["gfl_fig10_3_synthetic"] = target
+    target["tuning"] = {"validation_fraction": 0.2, "grid": {"fedavg": {"lr": [0.1, 0.3]}},
+                        "halving": {"horizon": "rounds", "whole_grid": ["bigfl"]}}
+    with pytest.raises(ConfigError, match=r"\['halving'\]\['whole_grid'\]: \['bigfl'\] have no tuning grid"):
+        validate_config(config, schema_path)
+
 def test_halving_cost_counts_every_rung_and_falls_back_to_the_grid_when_not_cheaper():
     from networkedfl.experiments.tuning import grid_cost, halving_cost, halving_rungs, rung_sizes
 
