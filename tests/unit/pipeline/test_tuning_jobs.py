@@ -115,23 +115,29 @@ def _halved(config, values, eta=3):
     return config
 
 
-def test_successive_halving_runs_the_best_third_to_the_full_horizon(test_config, runs, tmp_path, monkeypatch):
-    """Nine points: all run to R/9, the best three to R/3, the best two to R; the score of a
-    point is a function of its step and its horizon, so each rung's ranking is known."""
+def _slow_starters(monkeypatch, full):
+    """A stand-in run whose score depends on the step and the horizon: at short horizons the
+    largest steps look best, at the full horizon ``full`` the middle one (0.5) is.  Returns
+    the list of every run's (step, horizon)."""
     horizons = []
 
     def fake(target, spec, base_seed, inputs=None):
         scale, horizon = spec["params"]["lr_scale"], spec["params"]["iterations"]
         horizons.append((scale, horizon))
-        # at short horizons the largest steps look best; at the full horizon the middle one
         value = abs(scale - 0.5) if horizon == full else -scale
         return pd.DataFrame({"method": "Local", "tuning_point": spec["point"], "tuning_values": spec["label"],
                              "seed": spec["seeds"], "metric": "tuning_validation_loss", "value": value})
 
     monkeypatch.setattr(runner, "run_tuning_job", fake)
+    return horizons
+
+def test_successive_halving_runs_the_best_third_to_the_full_horizon(test_config, runs, tmp_path, monkeypatch):
+    """Nine points: all run to R/9, the best three to R/3, the best two to R; the score of a
+    point is a function of its step and its horizon, so each rung's ranking is known."""
     values = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     config = _halved(test_config, values)
     full = config["experiments"][TARGET]["iterations"]
+    horizons = _slow_starters(monkeypatch, full)
     specs = tuning_specs(config, TARGET, "local")
     table = run_tuning_setting(TARGET, specs, 7, code="c")
     rungs = [round(full / 9), round(full / 3), full]
@@ -183,17 +189,9 @@ def test_the_whole_grid_completed_from_a_halved_table_chooses_among_all_its_poin
     that tuning's rung: one rung for every point.  (They kept the halved job's rung 2, every
     point run afresh counted as rung 0, and the "whole grid" chose among halving's survivors
     only: its choice was halving's by construction.)"""
-    def fake(target, spec, base_seed, inputs=None):
-        scale, horizon = spec["params"]["lr_scale"], spec["params"]["iterations"]
-        # short horizons favour the largest steps; at the full horizon the middle one is best
-        value = abs(scale - 0.5) if horizon == full else -scale
-        return pd.DataFrame({"method": "Local", "tuning_point": spec["point"], "tuning_values": spec["label"],
-                             "seed": spec["seeds"], "metric": "tuning_validation_loss", "value": value})
-
-    monkeypatch.setattr(runner, "run_tuning_job", fake)
     values = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     config = _halved(test_config, values)
-    full = config["experiments"][TARGET]["iterations"]
+    _slow_starters(monkeypatch, config["experiments"][TARGET]["iterations"])
     halved = run_tuning_setting(TARGET, tuning_specs(config, TARGET, "local"), 7, code="c")
     params = config["experiments"][TARGET]
     assert select_point(params, "local", [halved]) == 7  # halving: 0.8, the best survivor
