@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -784,25 +784,6 @@ def _panel_texts(ax) -> str:
     return "\n".join(parts).lower()
 
 
-def _said_together(notes: Sequence[str], names: set[str]) -> Callable[[str, str], bool]:
-    """``together(a, b)``: whether the panel's ``notes`` (texts with a word for coinciding)
-    put the curves named ``a`` and ``b`` together: a note names both ("B (coincides with
-    A)"), or a chain of notes does ("B (≈ A)" and "C (≈ A)": B, C and A lie together).  A
-    note naming one curve only says nothing of a pair it does not name."""
-    group = {name: name for name in names}
-
-    def find(name: str) -> str:
-        while group[name] != name:
-            name = group[name]
-        return name
-
-    for line in notes:
-        named = sorted(n for n in names if n in line)
-        for other in named[1:]:
-            group[find(other)] = find(named[0])
-    return lambda a, b: a in group and b in group and find(a) == find(b)
-
-
 def _unmarked_overlaps(fig, tol: float) -> list[str]:
     problems = []
     for ax in fig.axes:
@@ -813,17 +794,16 @@ def _unmarked_overlaps(fig, tol: float) -> list[str]:
         lines = [(a, label if not label.startswith("_") else by_colour.get(_rgb(a.get_color()), label))
                  for a, kind, label in series if kind == "line" and a.get_transform() == ax.transData
                  and len(a.get_xydata()) > 1]
-        notes = [line for line in _panel_texts(ax).splitlines() if any(w in line for w in COINCIDE)]
-        together = _said_together(notes, {_short(label).lower() for _, label in lines} - {""})
+        texts = _panel_texts(ax)
         for i, (a, label_a) in enumerate(lines):
             for b, label_b in lines[i + 1:]:
                 start = overlap_start(np.asarray(a.get_xydata(), float), np.asarray(b.get_xydata(), float), tol)
                 if start is None:
                     continue
                 names = [_short(label).lower() for label in (label_a, label_b) if _short(label)]
-                if any(re.search(r"\ball\b", line) for line in notes) or (
-                        len(set(names)) == 2 and together(*names)) or (
-                        len(set(names)) < 2 and any(n in line for n in names for line in notes)):
+                # a line naming one of the two, or saying that all of the panel's curves coincide
+                if any(w in line and (any(n in line for n in names) or re.search(r"\ball\b", line))
+                       for line in texts.splitlines() for w in COINCIDE):
                     continue
                 problems.append(f"{_name(ax)}: {_describe(b, 'line', label_b)} lies on {_describe(a, 'line', label_a)} (within "
                                 f"{tol:.0%}, from x = {start:g}) and nothing says so")
@@ -883,8 +863,7 @@ def check_figure(fig: plt.Figure, *, tol: float = 0.01,
     * a curve lying on another (within ``tol`` relative over the x values they share, or over
       the last half or more of them: :func:`overlap_start`) while no text the reader sees (a
       legend entry of the panel or the figure, an axis label, a title, an annotation) says so
-      with a word of :data:`COINCIDE` and the names of both curves (or notes that chain them:
-      "B (≈ A)" and "C (≈ A)" put B and C together), or the word "all"
+      with a word of :data:`COINCIDE` and the name of one of the two curves, or the word "all"
       (a label that no legend shows does not count);
     * one colour with two meanings: labelled series of the figure's panels that share a
       colour but not a name (notes in brackets aside);

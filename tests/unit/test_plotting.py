@@ -110,23 +110,6 @@ def test_a_marked_overlap_in_the_label_passes():
     assert check_figure(fig) == []
 
 
-def test_a_note_on_one_pair_does_not_mark_another_pair_sharing_a_curve():
-    """"FedAvg (coincides with IFCA)" says nothing of Local lying on IFCA too: a note marks
-    the pair it names, both curves (it used to mark every pair with either name)."""
-    fig, ax = plt.subplots()
-    ax.plot(X, X + 1, color="C0", label="IFCA")
-    ax.plot(X, X + 1, color="C1", ls="--", label="FedAvg (coincides with IFCA)")
-    ax.plot(X, X + 1, color="C2", ls=":", label="Local")
-    _legend(ax)
-    problems = check_figure(fig)
-    assert len(problems) == 2 and all("Local" in p for p in problems)  # Local on IFCA, Local on FedAvg
-    ax.get_lines()[2].set_label("Local (coincides with IFCA and FedAvg)")
-    _legend(ax)
-    assert check_figure(fig) == []
-    ax.get_lines()[2].set_label("Local (coincides with IFCA)")  # a chain: Local ~ IFCA ~ FedAvg
-    _legend(ax)
-    assert check_figure(fig) == []
-
 def test_a_note_in_a_label_no_legend_shows_does_not_mark_an_overlap():
     fig, (a, b) = plt.subplots(1, 2)
     for ax in (a, b):
